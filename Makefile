@@ -1,0 +1,37 @@
+# colojoin -- PGXS build
+#
+# make && make install            build and install the extension
+# make installcheck               pg_regress suites against a running coordinator
+#                                 (test/run_tests.sh starts the cluster first)
+# test/run_tests.sh               everything: build, install, cluster, pg_regress, TAP
+
+MODULE_big = colojoin
+OBJS = \
+	src/colojoin.o \
+	src/metadata.o \
+	src/colocation.o \
+	src/shard_views.o \
+	src/shard_create.o \
+	src/replicas.o \
+	src/connection.o \
+	src/deparse.o \
+	src/planner.o \
+	src/executor.o \
+	src/explain.o
+
+EXTENSION = colojoin
+DATA = colojoin--1.0.sql
+PGFILEDESC = "colojoin - colocated joins over postgres_fdw shards"
+
+# The suites need the multi-node cluster of test/cluster and colojoin preloaded,
+# so they run against it (installcheck), never against a temporary instance.
+REGRESS = $(shell cat test/schedule 2>/dev/null)
+REGRESS_OPTS = --use-existing --dbname=colojoin_regress
+
+SHLIB_LINK_INTERNAL = $(libpq)
+PG_CPPFLAGS = -I$(libpq_srcdir) -Isrc
+PG_CFLAGS = -Wall -Wmissing-prototypes -Werror
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

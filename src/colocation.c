@@ -1,0 +1,3 @@
+/* colocation.c: placeholder, being written */
+#include "postgres.h"
+#include "colojoin.h"

@@ -1,0 +1,141 @@
+/*-------------------------------------------------------------------------
+ *
+ * colojoin.c
+ *	  Module entry point: settings and the registration of every hook and
+ *	  callback, plus the test of whether colojoin is installed in the
+ *	  current database.
+ *
+ *	  Nothing here plans or executes; each concern registers its own hooks
+ *	  through its *_init function.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "commands/extension.h"
+#include "fmgr.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
+
+#include "colojoin.h"
+
+PG_MODULE_MAGIC;
+
+bool		colojoin_enable = true;
+bool		colojoin_enable_colocated_join = true;
+bool		colojoin_enable_redistribution = true;
+bool		colojoin_enable_broadcast = true;
+double		colojoin_broadcast_threshold = 100000.0;
+int			colojoin_max_connections_per_node = 4;
+bool		colojoin_log_decisions = false;
+
+/* cached answer of colojoin_is_active; reset by namespace invalidations */
+typedef enum
+{
+	CJ_ACTIVE_UNKNOWN,
+	CJ_ACTIVE_YES,
+	CJ_ACTIVE_NO
+} CjActiveState;
+
+static CjActiveState active_state = CJ_ACTIVE_UNKNOWN;
+
+void		_PG_init(void);
+
+static void
+reset_active_state(Datum arg, int cacheid, uint32 hashvalue)
+{
+	active_state = CJ_ACTIVE_UNKNOWN;
+}
+
+/*
+ * colojoin_is_active
+ *		Whether CREATE EXTENSION colojoin has run in this database.
+ *
+ * The extension owns schema colojoin, so a schema lookup (a syscache probe)
+ * answers cheaply; the pg_extension scan runs only when the schema exists and
+ * the cached answer was reset, which happens on any change to pg_namespace.
+ */
+bool
+colojoin_is_active(void)
+{
+	if (active_state == CJ_ACTIVE_UNKNOWN)
+	{
+		if (!IsTransactionState())
+			return false;
+		if (OidIsValid(get_namespace_oid(COLOJOIN_SCHEMA, true)) &&
+			OidIsValid(get_extension_oid("colojoin", true)))
+			active_state = CJ_ACTIVE_YES;
+		else
+			active_state = CJ_ACTIVE_NO;
+	}
+	return active_state == CJ_ACTIVE_YES;
+}
+
+static void
+define_settings(void)
+{
+	DefineCustomBoolVariable("colojoin.enable",
+							 "Enables every colojoin plan.",
+							 "When off, PostgreSQL plans joins of sharded tables on its own.",
+							 &colojoin_enable,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_colocated_join",
+							 "Enables joins run where colocated partitions live.",
+							 NULL,
+							 &colojoin_enable_colocated_join,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_redistribution",
+							 "Enables joins that repartition one side onto the nodes of the other.",
+							 NULL,
+							 &colojoin_enable_redistribution,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_broadcast",
+							 "Enables joins that copy a small side to every node of the other.",
+							 NULL,
+							 &colojoin_enable_broadcast,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("colojoin.broadcast_threshold",
+							 "Largest estimated row count of a side that may be broadcast.",
+							 NULL,
+							 &colojoin_broadcast_threshold,
+							 100000.0, 0.0, 1e12,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("colojoin.max_connections_per_node",
+							"Maximum number of connections a query opens to one node.",
+							"Tasks for one node beyond this number wait for a free connection.",
+							&colojoin_max_connections_per_node,
+							4, 1, 64,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.log_decisions",
+							 "Reports, as a NOTICE, why a join of sharded tables was not run by colojoin.",
+							 NULL,
+							 &colojoin_log_decisions,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	MarkGUCPrefixReserved("colojoin");
+}
+
+void
+_PG_init(void)
+{
+	define_settings();
+	CacheRegisterSyscacheCallback(NAMESPACEOID, reset_active_state, (Datum) 0);
+	cj_metadata_init();
+	cj_connection_init();
+	cj_planner_init();
+	cj_executor_init();
+}

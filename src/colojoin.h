@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * colojoin.h
+ *	  What every colojoin source file shares: settings, the "is colojoin
+ *	  active in this database" test, and small common helpers.
+ *
+ *	  Concern-specific declarations live in the header named for the
+ *	  concern (metadata.h, colocation.h, connection.h, deparse.h, ...).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_H
+#define COLOJOIN_H
+
+#include "postgres.h"
+
+#define COLOJOIN_SCHEMA "colojoin"
+#define COLOJOIN_CUSTOM_SCAN_NAME "ColocatedJoin"
+
+/* Settings (GUCs), defined in colojoin.c */
+extern bool colojoin_enable;
+extern bool colojoin_enable_colocated_join;
+extern bool colojoin_enable_redistribution;
+extern bool colojoin_enable_broadcast;
+extern double colojoin_broadcast_threshold;
+extern int	colojoin_max_connections_per_node;
+extern bool colojoin_log_decisions;
+
+/*
+ * colojoin_is_active: true when the extension is installed in the current
+ * database (the library may be loaded everywhere; it must change nothing
+ * where CREATE EXTENSION colojoin has not been run).  Cheap: cached and
+ * reset by syscache invalidation.
+ */
+extern bool colojoin_is_active(void);
+
+/* Module initialisation of the files that register hooks or callbacks */
+extern void cj_metadata_init(void);
+extern void cj_connection_init(void);
+extern void cj_planner_init(void);
+extern void cj_executor_init(void);
+
+#endif							/* COLOJOIN_H */

@@ -1,0 +1,83 @@
+/*-------------------------------------------------------------------------
+ *
+ * connection.h
+ *	  libpq connections to nodes, keyed by (server, user, slot), and the
+ *	  remote transactions that live as long as the local transaction.
+ *
+ *	  Connection options come from the foreign server and the user mapping
+ *	  only; a non-superuser must authenticate with a password (the same rule
+ *	  postgres_fdw applies).  Every remote failure is reported with the node
+ *	  it came from.  This module never plans and never decides what to run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_CONNECTION_H
+#define COLOJOIN_CONNECTION_H
+
+#include "libpq-fe.h"
+
+typedef struct CjConnection CjConnection;
+
+/*
+ * cj_get_connection: an open connection to serverid as userid (through that
+ * user's mapping, or PUBLIC's), with a remote transaction open for the
+ * current local transaction: REPEATABLE READ, SERIALIZABLE when the local
+ * one is.  Connections with slot > 0 to the same server and user import the
+ * snapshot of slot 0, so every connection to one node sees the same data.
+ * The connection is idle when returned.
+ */
+extern CjConnection *cj_get_connection(Oid serverid, Oid userid, int slot);
+
+extern PGconn *cj_conn_pgconn(CjConnection *conn);
+extern Oid	cj_conn_serverid(CjConnection *conn);
+extern const char *cj_conn_node_name(CjConnection *conn);
+
+/*
+ * Synchronous execution, interruptible while waiting.  On a remote error
+ * they ereport(ERROR) with the node name and context (e.g. "partition
+ * orders_p3") in the message.  cj_exec_query returns a PGresult the caller
+ * must PQclear (it is not palloc'd).
+ */
+extern void cj_exec_command(CjConnection *conn, const char *sql,
+							const char *context);
+extern PGresult *cj_exec_query(CjConnection *conn, const char *sql,
+							   const char *context);
+
+/*
+ * Asynchronous use by the executor: call cj_conn_begin_async right after a
+ * PQsend* succeeded and cj_conn_end_async once PQgetResult returned NULL.
+ * While a query is in flight, a (sub)transaction abort cancels it and
+ * drains the connection, so errors, cancel and statement_timeout never
+ * leave a connection busy.
+ */
+extern void cj_conn_begin_async(CjConnection *conn);
+extern void cj_conn_end_async(CjConnection *conn);
+
+/*
+ * cj_get_result: the next PGresult of the query in flight (NULL when done),
+ * waiting interruptibly for the socket.
+ */
+extern PGresult *cj_get_result(CjConnection *conn);
+
+/*
+ * cj_report_remote_error: ereport a remote failure at elevel, keeping the
+ * remote SQLSTATE, message, detail and hint, and saying which node and
+ * context (e.g. "partition class 3") it came from.  res may be NULL (then
+ * the connection's error message is used).  Does not PQclear res.
+ */
+extern void cj_report_remote_error(int elevel, CjConnection *conn,
+								   PGresult *res, const char *context);
+
+/*
+ * cj_copy_rows: stream the rows of copy_out_sql ("COPY (...) TO STDOUT")
+ * run on src into copy_in_sql ("COPY ... FROM STDIN") run on dst, through
+ * the coordinator, in bounded memory.  Returns the number of bytes moved.
+ */
+extern uint64 cj_copy_rows(CjConnection *src, const char *copy_out_sql,
+						   CjConnection *dst, const char *copy_in_sql,
+						   const char *context);
+
+/* "host=... port=..." style description of a server, for messages */
+extern char *cj_server_address(Oid serverid);
+
+#endif							/* COLOJOIN_CONNECTION_H */

@@ -1,0 +1,3 @@
+/* deparse.c: placeholder, being written */
+#include "postgres.h"
+#include "colojoin.h"

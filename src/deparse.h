@@ -1,0 +1,60 @@
+/*-------------------------------------------------------------------------
+ *
+ * deparse.h
+ *	  SQL text for nodes: which expressions may run remotely, and how to
+ *	  write them, with every identifier and constant quoted.
+ *
+ *	  The planner builds whole remote queries (FROM items, joins) out of
+ *	  these pieces; this module knows nothing of partitions or nodes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_DEPARSE_H
+#define COLOJOIN_DEPARSE_H
+
+#include "lib/stringinfo.h"
+#include "nodes/pathnodes.h"
+
+/*
+ * How the deparser names a Var: var_name returns the SQL text for the Var
+ * (say r1."o_orderkey"), or NULL when it cannot be referenced remotely.
+ */
+typedef const char *(*CjVarNameFunc) (Var *var, void *arg);
+
+typedef struct CjDeparseContext
+{
+	CjVarNameFunc var_name;
+	void	   *var_arg;
+
+	/*
+	 * Expressions evaluated locally at execution time and sent as $1, $2,
+	 * ... (Params, and anything else the planner chooses).  Deparsing a
+	 * Param appends it here (once per distinct Param) and writes
+	 * "$n::type".  The list is the caller's; start it as NIL.
+	 */
+	List	   *params;
+} CjDeparseContext;
+
+/*
+ * cj_is_shippable: expr may run on a node: built-in, immutable operators and
+ * functions only (and types built in), collations that the node will
+ * interpret the same way, no sublinks, aggregates, window functions or
+ * system columns; Vars only of the rels in relids (NULL: any level-0 Var).
+ */
+extern bool cj_is_shippable(PlannerInfo *root, Expr *expr, Relids relids);
+
+/*
+ * cj_deparse_expr: append the SQL of a shippable expr to buf, fully
+ * parenthesised and schema-qualified where names could be ambiguous.
+ */
+extern void cj_deparse_expr(StringInfo buf, Expr *expr, CjDeparseContext *ctx);
+
+/* identifier and literal quoting */
+extern const char *cj_quote_ident(const char *ident);
+extern void cj_append_literal(StringInfo buf, const char *value);
+extern char *cj_qualified_name(const char *schema, const char *relname);
+
+/* the name of a type as the node must read it, e.g. pg_catalog.int4 */
+extern char *cj_type_name(Oid typid, int32 typmod);
+
+#endif							/* COLOJOIN_DEPARSE_H */

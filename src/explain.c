@@ -1,0 +1,3 @@
+/* explain.c: placeholder, being written */
+#include "postgres.h"
+#include "colojoin.h"

@@ -1,0 +1,3 @@
+/* replicas.c: placeholder, being written */
+#include "postgres.h"
+#include "colojoin.h"

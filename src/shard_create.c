@@ -1,0 +1,3 @@
+/* shard_create.c: placeholder, being written */
+#include "postgres.h"
+#include "colojoin.h"
