@@ -17,7 +17,8 @@ OBJS = \
 	src/deparse.o \
 	src/planner.o \
 	src/executor.o \
-	src/explain.o
+	src/explain.o \
+	src/hints.o
 
 EXTENSION = colojoin
 DATA = colojoin--1.0.sql
@@ -25,8 +26,10 @@ PGFILEDESC = "colojoin - colocated joins over postgres_fdw shards"
 
 # The suites need the multi-node cluster of test/cluster and colojoin preloaded,
 # so they run against it (installcheck), never against a temporary instance.
-REGRESS = $(shell cat test/schedule 2>/dev/null)
+# test/schedule lists them, one name per line, in order; '#' starts a comment.
+REGRESS = $(shell sed -e 's/\#.*//' test/schedule 2>/dev/null)
 REGRESS_OPTS = --use-existing --dbname=colojoin_regress
+EXTRA_CLEAN = results regression.diffs regression.out tmp_check log
 
 SHLIB_LINK_INTERNAL = $(libpq)
 PG_CPPFLAGS = -I$(libpq_srcdir) -Isrc
@@ -35,3 +38,9 @@ PG_CFLAGS = -Wall -Wmissing-prototypes -Werror
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# make test: the whole test run of README.md (build, install, cluster,
+# pg_regress suites, TAP tests); needs root for the install step.
+.PHONY: test
+test:
+	test/run_tests.sh

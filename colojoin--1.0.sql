@@ -19,6 +19,47 @@ COMMENT ON TABLE colojoin.replicas IS
 	'extra placements of leaf partitions on other foreign servers';
 SELECT pg_catalog.pg_extension_config_dump('colojoin.replicas', '');
 
+/*
+ * Every backend caches placements; any change to colojoin.replicas, whoever
+ * makes it, invalidates those caches through this trigger.
+ */
+CREATE FUNCTION colojoin.replicas_changed()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'colojoin_replicas_changed'
+LANGUAGE C;
+CREATE TRIGGER replicas_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON colojoin.replicas
+	FOR EACH STATEMENT EXECUTE FUNCTION colojoin.replicas_changed();
+
+/*
+ * A replica row names its leaf by OID and its server by name, neither of
+ * which PostgreSQL tracks as a dependency: forget the rows of dropped leaves
+ * and servers, so that a later object reusing the OID or the name does not
+ * inherit them.  The DELETE runs only when a row matches, since any change
+ * invalidates every cached placement.
+ */
+CREATE FUNCTION colojoin.forget_dropped_replicas()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF EXISTS (SELECT 1 FROM colojoin.replicas r
+				 JOIN pg_event_trigger_dropped_objects() d
+				   ON (d.classid = 'pg_class'::regclass AND d.objsubid = 0
+					   AND d.objid = r.leaf::oid)
+				   OR (d.object_type = 'server' AND d.object_name = r.server::text))
+	THEN
+		DELETE FROM colojoin.replicas r
+		 USING pg_event_trigger_dropped_objects() d
+		 WHERE (d.classid = 'pg_class'::regclass AND d.objsubid = 0
+				AND d.objid = r.leaf::oid)
+			OR (d.object_type = 'server' AND d.object_name = r.server::text);
+	END IF;
+END
+$$;
+CREATE EVENT TRIGGER colojoin_forget_dropped_replicas ON sql_drop
+	EXECUTE FUNCTION colojoin.forget_dropped_replicas();
+
 CREATE FUNCTION colojoin.add_replica(leaf regclass, server name,
 									 copy_data boolean DEFAULT true)
 RETURNS void
@@ -32,7 +73,7 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'colojoin_drop_replica'
 LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION colojoin.drop_replica(regclass, name) IS
-	'forget a replica placement of a leaf partition';
+	'forget a replica placement of a leaf partition (the table on that server is left in place)';
 
 CREATE FUNCTION colojoin.create_shards(parent regclass, servers name[],
 									   partitions integer DEFAULT NULL,

@@ -1,8 +1,2084 @@
-/* connection.c: placeholder, being written */
+/*-------------------------------------------------------------------------
+ *
+ * connection.c
+ *	  libpq connections to nodes, cached per (server, user, slot) for the
+ *	  life of the backend, and the remote transactions that follow the
+ *	  local transaction.
+ *
+ *	  Owns: opening connections from the foreign server's and the user
+ *	  mapping's options (with postgres_fdw's password rule), the session
+ *	  settings remote SQL relies on, remote START TRANSACTION / COMMIT /
+ *	  ROLLBACK driven by the local (sub)transaction callbacks, synchronous
+ *	  execution that stays interruptible, cancelling and draining queries in
+ *	  flight when a (sub)transaction aborts, node-to-node COPY through the
+ *	  coordinator, and reporting remote errors with the node's name.
+ *
+ *	  Deliberately does not: decide what runs where (planner, executor) or
+ *	  two-phase commit.  Subtransactions are handled cheaply: a read-only
+ *	  remote transaction hit by a subtransaction abort is restarted at its
+ *	  next use; only a connection holding durable changes (noted with
+ *	  cj_conn_note_write) takes remote savepoints, so that an abort undoes
+ *	  just the aborted level's work.  When even that is impossible (the
+ *	  connection died), the local transaction is refused at commit, so the
+ *	  coordinator and the nodes never silently disagree.
+ *
+ *-------------------------------------------------------------------------
+ */
 #include "postgres.h"
-#include "colojoin.h"
 
+#include "access/xact.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+#include "colojoin.h"
+#include "connection.h"
+
+/* how long abort processing waits for a node before closing the connection */
+#define CJ_CLEANUP_TIMEOUT_MS	5000
+
+/* a COPY between nodes flushes to the destination after this many bytes */
+#define CJ_COPY_FLUSH_BYTES		(64 * 1024)
+
+/* the session settings every connection gets; remote SQL relies on them */
+#define CJ_SESSION_SETUP \
+	"SET search_path = pg_catalog; SET timezone = 'UTC'; SET datestyle = ISO; " \
+	"SET intervalstyle = postgres; SET extra_float_digits = 3"
+
+typedef struct CjConnKey
+{
+	Oid			serverid;
+	Oid			userid;
+	int			slot;
+} CjConnKey;
+
+/* SQL that undoes a durable remote change, should the local commit fail */
+typedef struct CjUndo
+{
+	char	   *sql;
+	char	   *what;
+	int			level;			/* nest level that owns the change */
+} CjUndo;
+
+struct CjConnection
+{
+	CjConnKey	key;			/* hash key; must be first */
+	PGconn	   *conn;			/* NULL while closed */
+	NameData	node_name;		/* the server's name, for messages */
+	uint32		server_hashvalue;	/* syscache hash of the server */
+	bool		invalidated;	/* server or mapping changed: reopen when idle */
+
+	/* the remote transaction of the current local transaction */
+	bool		xact_open;		/* START TRANSACTION sent in this transaction */
+	bool		needs_restart;	/* roll back and start anew at the next use */
+	bool		doomed;			/* lost changes the local transaction kept */
+	bool		committed;		/* COMMIT succeeded during pre-commit */
+	bool		undo_done;		/* undo SQL already run after a failed commit */
+	char		snapshot[64];	/* slot 0: exported snapshot, "" when none */
+	int			write_min_level;	/* lowest nest level with durable writes */
+	int			write_max_level;	/* highest one; 0 when no writes */
+	List	   *undo;			/* of CjUndo, newest first, TopTransactionContext */
+	List	   *savepoints;		/* nest levels with a remote savepoint, ascending */
+
+	/* the query in flight, if any */
+	bool		in_flight;
+	int			flight_level;	/* nest level of the (sub)transaction that sent it */
+};
+
+static HTAB *cj_connections = NULL;
+
+/* true once any connection was used in the current local transaction */
+static bool cj_xact_touched = false;
+
+/* true when an invalidation retired connections that are still open */
+static bool cj_pending_close = false;
+
+/* libpq keywords a user may set through server or user mapping options */
+static List *cj_libpq_keywords = NIL;
+
+static void cj_xact_callback(XactEvent event, void *arg);
+static void cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+								SubTransactionId parentSubid, void *arg);
+static void cj_inval_server(Datum arg, int cacheid, uint32 hashvalue);
+static void cj_inval_mapping(Datum arg, int cacheid, uint32 hashvalue);
+
+/*
+ * cj_connection_init
+ *		Register the callbacks that tie remote transactions to local ones and
+ *		retire connections whose server or user mapping changed.
+ */
 void
 cj_connection_init(void)
 {
+	RegisterXactCallback(cj_xact_callback, NULL);
+	RegisterSubXactCallback(cj_subxact_callback, NULL);
+	CacheRegisterSyscacheCallback(FOREIGNSERVEROID, cj_inval_server, (Datum) 0);
+	CacheRegisterSyscacheCallback(USERMAPPINGOID, cj_inval_mapping, (Datum) 0);
+}
+
+/* ----------------------------------------------------------------
+ *		Small helpers
+ * ----------------------------------------------------------------
+ */
+
+/* libpq's last error message without its trailing newline(s) */
+static char *
+conn_error_message(PGconn *conn)
+{
+	char	   *msg = pstrdup(conn ? PQerrorMessage(conn) : "out of memory");
+	int			len = strlen(msg);
+
+	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r' ||
+					   msg[len - 1] == ' '))
+		msg[--len] = '\0';
+	if (len == 0)
+		return pstrdup("connection failed without a message");
+	return msg;
+}
+
+/* close the connection, whatever state it is in; the cache entry stays */
+static void
+close_connection(CjConnection *c)
+{
+	if (c->conn != NULL)
+	{
+		PQfinish(c->conn);
+		c->conn = NULL;
+	}
+	c->in_flight = false;
+	c->snapshot[0] = '\0';
+}
+
+static bool
+conn_is_bad(CjConnection *c)
+{
+	return c->conn == NULL || PQstatus(c->conn) != CONNECTION_OK;
+}
+
+/*
+ * report_connection_lost
+ *		ERROR for a connection that broke while we talked to it.
+ */
+static void
+report_connection_lost(CjConnection *c, const char *context)
+{
+	char	   *msg = conn_error_message(c->conn);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("lost connection to node \"%s\"", NameStr(c->node_name)),
+			 errdetail_internal("%s", msg),
+			 context ? errcontext("%s", context) : 0));
+}
+
+/*
+ * report_error
+ *		ereport a remote failure, keeping the remote SQLSTATE, message, detail,
+ *		hint and context, and adding which node, what for and (when known)
+ *		which SQL.  With clear, res is PQclear'ed before reporting, so the
+ *		caller's result never leaks into a longjmp.
+ */
+static void
+report_error(int elevel, CjConnection *c, PGresult *res, bool clear,
+			 const char *context, const char *sql)
+{
+	char	   *sqlstate = NULL;
+	char	   *primary = NULL;
+	char	   *detail = NULL;
+	char	   *hint = NULL;
+	char	   *remote_context = NULL;
+	char	   *where;
+	int			code = ERRCODE_CONNECTION_FAILURE;
+
+	if (res != NULL)
+	{
+		char	   *s;
+
+		if ((s = PQresultErrorField(res, PG_DIAG_SQLSTATE)) != NULL)
+			sqlstate = pstrdup(s);
+		if ((s = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)) != NULL)
+			primary = pstrdup(s);
+		if ((s = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL)) != NULL)
+			detail = pstrdup(s);
+		if ((s = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT)) != NULL)
+			hint = pstrdup(s);
+		if ((s = PQresultErrorField(res, PG_DIAG_CONTEXT)) != NULL)
+			remote_context = pstrdup(s);
+		if (primary == NULL && PQresultErrorMessage(res)[0] != '\0')
+		{
+			primary = pstrdup(PQresultErrorMessage(res));
+			while (primary[0] != '\0' && primary[strlen(primary) - 1] == '\n')
+				primary[strlen(primary) - 1] = '\0';
+		}
+		if (clear)
+			PQclear(res);
+	}
+	if (primary == NULL)
+		primary = conn_error_message(c->conn);
+	if (sqlstate != NULL && strlen(sqlstate) == 5)
+		code = MAKE_SQLSTATE(sqlstate[0], sqlstate[1], sqlstate[2],
+							 sqlstate[3], sqlstate[4]);
+
+	/* one line built first: errcontext() is a comma expression */
+	if (sql && context)
+		where = psprintf("remote SQL command on node \"%s\" (%s): %s",
+						 NameStr(c->node_name), context, sql);
+	else if (sql)
+		where = psprintf("remote SQL command on node \"%s\": %s",
+						 NameStr(c->node_name), sql);
+	else if (context)
+		where = psprintf("remote query on node \"%s\" (%s)",
+						 NameStr(c->node_name), context);
+	else
+		where = psprintf("remote query on node \"%s\"",
+						 NameStr(c->node_name));
+
+	ereport(elevel,
+			(errcode(code),
+			 errmsg_internal("%s", primary),
+			 detail ? errdetail_internal("%s", detail) : 0,
+			 hint ? errhint("%s", hint) : 0,
+			 remote_context ? errcontext("%s", remote_context) : 0,
+			 errcontext("%s", where)));
+}
+
+/*
+ * cj_report_remote_error
+ *		Public form of report_error; the caller owns (and clears) res.
+ */
+void
+cj_report_remote_error(int elevel, CjConnection *conn, PGresult *res,
+					   const char *context)
+{
+	report_error(elevel, conn, res, false, context, NULL);
+}
+
+/*
+ * wait_for_socket
+ *		Sleep until the connection's socket is ready for events or the latch
+ *		is set, handling interrupts (cancel, statement_timeout, termination)
+ *		meanwhile.  Returns the events that fired.
+ */
+static int
+wait_for_socket(CjConnection *c, int events)
+{
+	pgsocket	sock = PQsocket(c->conn);
+	int			rc;
+
+	if (sock == PGINVALID_SOCKET)
+		report_connection_lost(c, NULL);
+	rc = WaitLatchOrSocket(MyLatch,
+						   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
+						   sock, -1L, PG_WAIT_EXTENSION);
+	if (rc & WL_LATCH_SET)
+	{
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return rc;
+}
+
+/*
+ * get_result
+ *		The next result of the query in flight, or NULL when it is done;
+ *		waits interruptibly.  A broken connection is an ERROR.
+ */
+static PGresult *
+get_result(CjConnection *c)
+{
+	while (PQisBusy(c->conn))
+	{
+		int			rc = wait_for_socket(c, WL_SOCKET_READABLE);
+
+		if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(c->conn))
+			report_connection_lost(c, NULL);
+	}
+	return PQgetResult(c->conn);
+}
+
+PGresult *
+cj_get_result(CjConnection *conn)
+{
+	return get_result(conn);
+}
+
+static void
+begin_flight(CjConnection *c)
+{
+	c->in_flight = true;
+	c->flight_level = GetCurrentTransactionNestLevel();
+	cj_xact_touched = true;
+}
+
+void
+cj_conn_begin_async(CjConnection *conn)
+{
+	begin_flight(conn);
+}
+
+void
+cj_conn_end_async(CjConnection *conn)
+{
+	conn->in_flight = false;
+}
+
+/*
+ * exec_sql
+ *		Run sql (one or several statements) and wait for all of its results,
+ *		interruptibly.  The first error result, if any, is reported as an
+ *		ERROR with the node and context; otherwise the last result is
+ *		returned when want_result (NULL for an empty string), else cleared.
+ *		No PGresult leaks on any path.
+ */
+static PGresult *
+exec_sql(CjConnection *c, const char *sql, const char *context,
+		 bool want_result)
+{
+	PGresult   *volatile last = NULL;
+	PGresult   *volatile failed = NULL;
+
+	if (conn_is_bad(c))
+		report_connection_lost(c, context);
+	if (!PQsendQuery(c->conn, sql))
+		report_error(ERROR, c, NULL, false, context, sql);
+	begin_flight(c);
+
+	PG_TRY();
+	{
+		PGresult   *res;
+
+		while ((res = get_result(c)) != NULL)
+		{
+			ExecStatusType status = PQresultStatus(res);
+
+			if (status == PGRES_COPY_IN || status == PGRES_COPY_OUT ||
+				status == PGRES_COPY_BOTH)
+			{
+				/* leave it in flight: abort processing ends the COPY */
+				PQclear(res);
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("unexpected COPY from node \"%s\"",
+								NameStr(c->node_name)),
+						 errcontext("remote SQL command: %s", sql)));
+			}
+			if (status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE ||
+				status == PGRES_PIPELINE_ABORTED)
+			{
+				if (failed == NULL)
+					failed = res;
+				else
+					PQclear(res);
+			}
+			else
+			{
+				PQclear(last);
+				last = res;
+			}
+		}
+	}
+	PG_CATCH();
+	{
+		PQclear(last);
+		PQclear(failed);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	c->in_flight = false;
+	if (failed != NULL)
+	{
+		PQclear(last);
+		report_error(ERROR, c, failed, true, context, sql);
+	}
+	if (!want_result)
+	{
+		PQclear(last);
+		return NULL;
+	}
+	return last;
+}
+
+void
+cj_exec_command(CjConnection *conn, const char *sql, const char *context)
+{
+	exec_sql(conn, sql, context, false);
+}
+
+PGresult *
+cj_exec_query(CjConnection *conn, const char *sql, const char *context)
+{
+	return exec_sql(conn, sql, context, true);
+}
+
+/* ----------------------------------------------------------------
+ *		Cleanup that never throws (abort processing)
+ * ----------------------------------------------------------------
+ */
+
+/* milliseconds left until deadline, at least 0 */
+static long
+ms_left(TimestampTz deadline)
+{
+	long		secs;
+	int			usecs;
+
+	TimestampDifference(GetCurrentTimestamp(), deadline, &secs, &usecs);
+	return secs * 1000 + usecs / 1000;
+}
+
+/*
+ * quiet_wait
+ *		Wait, without servicing interrupts (abort processing holds them), for
+ *		socket events until deadline.  false on timeout or a dead socket.
+ */
+static bool
+quiet_wait(PGconn *conn, int events, TimestampTz deadline)
+{
+	pgsocket	sock = PQsocket(conn);
+
+	if (sock == PGINVALID_SOCKET)
+		return false;
+	for (;;)
+	{
+		long		timeout = ms_left(deadline);
+		int			rc;
+
+		if (timeout <= 0)
+			return false;
+		rc = WaitLatchOrSocket(MyLatch,
+							   WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | events,
+							   sock, timeout, PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		if (rc & events)
+			return true;
+	}
+}
+
+/* push out everything libpq buffered, in nonblocking mode, until deadline */
+static bool
+quiet_flush(PGconn *conn, TimestampTz deadline)
+{
+	for (;;)
+	{
+		int			r = PQflush(conn);
+
+		if (r == 0)
+			return true;
+		if (r < 0)
+			return false;
+		if (!quiet_wait(conn, WL_SOCKET_WRITEABLE | WL_SOCKET_READABLE, deadline))
+			return false;
+		if (!PQconsumeInput(conn))
+			return false;
+	}
+}
+
+/*
+ * quiet_drain
+ *		Read and discard every remaining result of the query in flight,
+ *		ending a COPY in either direction, until deadline.  When errmsg is
+ *		given, the first error result's message is stored there (palloc'd).
+ *		false when the connection could not be brought back to idle.
+ */
+static bool
+quiet_drain(PGconn *conn, TimestampTz deadline, char **errmsg_out)
+{
+	if (PQsetnonblocking(conn, 1) != 0 || !quiet_flush(conn, deadline))
+		return false;
+	for (;;)
+	{
+		PGresult   *res;
+
+		while (PQisBusy(conn))
+		{
+			if (!quiet_wait(conn, WL_SOCKET_READABLE, deadline) ||
+				!PQconsumeInput(conn))
+				return false;
+		}
+		res = PQgetResult(conn);
+		if (res == NULL)
+			break;
+		switch (PQresultStatus(res))
+		{
+			case PGRES_COPY_IN:
+				PQclear(res);
+				if (PQputCopyEnd(conn, "canceled by colojoin") < 0 ||
+					!quiet_flush(conn, deadline))
+					return false;
+				break;
+			case PGRES_COPY_OUT:
+				PQclear(res);
+				for (;;)
+				{
+					char	   *buf = NULL;
+					int			n = PQgetCopyData(conn, &buf, 1);
+
+					if (buf)
+						PQfreemem(buf);
+					if (n == -1)
+						break;
+					if (n == -2)
+						return false;
+					if (n == 0 &&
+						(!quiet_wait(conn, WL_SOCKET_READABLE, deadline) ||
+						 !PQconsumeInput(conn)))
+						return false;
+				}
+				break;
+			case PGRES_COPY_BOTH:
+				PQclear(res);
+				return false;
+			case PGRES_FATAL_ERROR:
+			case PGRES_BAD_RESPONSE:
+				if (errmsg_out && *errmsg_out == NULL)
+				{
+					char	   *m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+					*errmsg_out = pstrdup(m ? m : PQresultErrorMessage(res));
+				}
+				PQclear(res);
+				break;
+			default:
+				PQclear(res);
+				break;
+		}
+	}
+	return PQsetnonblocking(conn, 0) == 0;
+}
+
+/*
+ * quiet_cancel
+ *		Ask the node to cancel the query in flight, if it is still running.
+ *		A cancel that arrives after the query ended is ignored by the node.
+ */
+static void
+quiet_cancel(CjConnection *c)
+{
+	PGcancel   *cancel;
+	char		errbuf[256];
+
+	if (c->conn == NULL || !c->in_flight)
+		return;
+
+	/*
+	 * Peek at the next result: when the statement already ended there is
+	 * nothing to cancel (quiet_drain reads what is left), and a COPY IN is
+	 * ended by quiet_drain's CopyFail.  Rows of single-row mode and COPY OUT
+	 * data mean the query is still producing: cancel it.
+	 */
+	if (PQconsumeInput(c->conn) && !PQisBusy(c->conn))
+	{
+		PGresult   *res = PQgetResult(c->conn);
+		ExecStatusType status = res ? PQresultStatus(res) : PGRES_COMMAND_OK;
+
+		PQclear(res);
+		if (status != PGRES_SINGLE_TUPLE && status != PGRES_COPY_OUT)
+			return;
+	}
+	cancel = PQgetCancel(c->conn);
+	if (cancel != NULL)
+	{
+		if (!PQcancel(cancel, errbuf, sizeof(errbuf)))
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not send cancel request to node \"%s\": %s",
+							NameStr(c->node_name), errbuf)));
+		PQfreeCancel(cancel);
+	}
+}
+
+/*
+ * quiet_exec
+ *		Run sql on an idle connection without throwing, waiting at most until
+ *		deadline.  On failure *errmsg_out (if given) says why.
+ */
+static bool
+quiet_exec(CjConnection *c, const char *sql, TimestampTz deadline,
+		   char **errmsg_out)
+{
+	char	   *err = NULL;
+
+	if (conn_is_bad(c))
+	{
+		if (errmsg_out)
+			*errmsg_out = pstrdup("connection lost");
+		return false;
+	}
+	if (PQsetnonblocking(c->conn, 1) != 0 || !PQsendQuery(c->conn, sql))
+	{
+		if (errmsg_out)
+			*errmsg_out = conn_error_message(c->conn);
+		return false;
+	}
+	c->in_flight = true;
+	if (!quiet_flush(c->conn, deadline) || !quiet_drain(c->conn, deadline, &err))
+	{
+		if (errmsg_out)
+			*errmsg_out = err ? err : pstrdup("no answer from the node in time");
+		return false;
+	}
+	c->in_flight = false;
+	if (err != NULL)
+	{
+		if (errmsg_out)
+			*errmsg_out = err;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * settle_connection
+ *		Bring a connection whose query may still be in flight back to idle:
+ *		cancel (already requested by the caller when cancelled is true),
+ *		drain, and close it when that fails.  Never throws.
+ */
+static void
+settle_connection(CjConnection *c, bool cancelled)
+{
+	if (c->conn == NULL)
+	{
+		c->in_flight = false;
+		return;
+	}
+	if (PQstatus(c->conn) != CONNECTION_OK)
+	{
+		close_connection(c);
+		return;
+	}
+	if (!c->in_flight)
+		return;
+	if (!cancelled)
+		quiet_cancel(c);
+	if (!quiet_drain(c->conn,
+					 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												 CJ_CLEANUP_TIMEOUT_MS),
+					 NULL))
+		close_connection(c);
+	else
+		c->in_flight = false;
+}
+
+/* ----------------------------------------------------------------
+ *		Opening connections
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * is_libpq_keyword
+ *		Whether an option name may be passed to libpq: a keyword libpq knows,
+ *		not a debug option, and not one colojoin sets itself.  This is what
+ *		drops postgres_fdw's own options (use_remote_estimate, fetch_size,
+ *		...) from the connection string.
+ */
+static bool
+is_libpq_keyword(const char *name)
+{
+	ListCell   *lc;
+
+	if (cj_libpq_keywords == NIL)
+	{
+		PQconninfoOption *defs = PQconndefaults();
+		PQconninfoOption *d;
+		MemoryContext old;
+
+		if (defs == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		for (d = defs; d->keyword != NULL; d++)
+		{
+			if (strchr(d->dispchar, 'D') != NULL ||
+				strcmp(d->keyword, "client_encoding") == 0 ||
+				strcmp(d->keyword, "fallback_application_name") == 0 ||
+				strcmp(d->keyword, "replication") == 0)
+				continue;
+			cj_libpq_keywords = lappend(cj_libpq_keywords, pstrdup(d->keyword));
+		}
+		MemoryContextSwitchTo(old);
+		PQconninfoFree(defs);
+	}
+	foreach(lc, cj_libpq_keywords)
+	{
+		if (strcmp((char *) lfirst(lc), name) == 0)
+			return true;
+	}
+	return false;
+}
+
+static char *
+option_value(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *d = (DefElem *) lfirst(lc);
+
+		if (strcmp(d->defname, name) == 0)
+			return defGetString(d);
+	}
+	return NULL;
+}
+
+/*
+ * cj_server_address
+ *		"host=... port=..." of a server for messages, with libpq's defaults
+ *		filled in where the options are silent.
+ */
+char *
+cj_server_address(Oid serverid)
+{
+	ForeignServer *server = GetForeignServer(serverid);
+	char	   *host = option_value(server->options, "host");
+	char	   *hostaddr = option_value(server->options, "hostaddr");
+	char	   *port = option_value(server->options, "port");
+
+	if (host == NULL && hostaddr == NULL)
+	{
+		host = getenv("PGHOST");
+		if (host == NULL || host[0] == '\0')
+			host = DEFAULT_PGSOCKET_DIR;
+	}
+	if (port == NULL)
+	{
+		port = getenv("PGPORT");
+		if (port == NULL || port[0] == '\0')
+			port = DEF_PGPORT_STR;
+	}
+	if (host == NULL)
+		return psprintf("hostaddr=%s port=%s", hostaddr, port);
+	return psprintf("host=%s port=%s", host, port);
+}
+
+/*
+ * lookup_user_mapping
+ *		The user mapping serving userid on the server (the user's own, else
+ *		PUBLIC's), with an error that names both when there is none.
+ */
+static UserMapping *
+lookup_user_mapping(Oid userid, ForeignServer *server)
+{
+	if (!SearchSysCacheExists2(USERMAPPINGUSERSERVER,
+							   ObjectIdGetDatum(userid),
+							   ObjectIdGetDatum(server->serverid)) &&
+		!SearchSysCacheExists2(USERMAPPINGUSERSERVER,
+							   ObjectIdGetDatum(InvalidOid),
+							   ObjectIdGetDatum(server->serverid)))
+	{
+		char	   *username = GetUserNameFromId(userid, true);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("user mapping not found for user \"%s\" on node \"%s\"",
+						username ? username : "?", server->servername),
+				 errhint("Create one with CREATE USER MAPPING FOR %s SERVER %s OPTIONS (user '...', password '...').",
+						 username ? quote_identifier(username) : "CURRENT_USER",
+						 quote_identifier(server->servername))));
+	}
+	return GetUserMapping(userid, server->serverid);
+}
+
+static bool
+mapping_requires_password(UserMapping *um)
+{
+	ListCell   *lc;
+
+	foreach(lc, um->options)
+	{
+		DefElem    *d = (DefElem *) lfirst(lc);
+
+		if (strcmp(d->defname, "password_required") == 0)
+			return defGetBoolean(d);
+	}
+	return true;
+}
+
+/*
+ * notice_receiver
+ *		Remote NOTICEs and WARNINGs ("schema ... already exists, skipping")
+ *		would otherwise go to the coordinator's stderr through libpq's
+ *		default; they go to the server log at DEBUG1 instead.  Never throws
+ *		(it runs inside libpq).
+ */
+static void
+notice_receiver(void *arg, const PGresult *res)
+{
+	CjConnection *c = (CjConnection *) arg;
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+
+	if (msg != NULL)
+		elog(DEBUG1, "colojoin: node \"%s\": %s", NameStr(c->node_name), msg);
+}
+
+/*
+ * connect_node
+ *		Open a libpq connection for userid to the server, from the server's
+ *		and user mapping's libpq options only, polling so that cancel and
+ *		statement_timeout interrupt a slow connect.  Enforces the password
+ *		rule for non-superusers and applies the session settings.
+ */
+static PGconn *
+connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
+{
+	Oid			userid = c->key.userid;
+	bool		check_password;
+	const char **keywords;
+	const char **values;
+	int			n = 0;
+	ListCell   *lc;
+	PGconn	   *volatile conn;
+
+	check_password = !superuser_arg(userid) && mapping_requires_password(um);
+
+	keywords = palloc0(sizeof(char *) *
+					   (list_length(server->options) + list_length(um->options) + 3));
+	values = palloc0(sizeof(char *) *
+					 (list_length(server->options) + list_length(um->options) + 3));
+	foreach(lc, server->options)
+	{
+		DefElem    *d = (DefElem *) lfirst(lc);
+
+		/* credentials come from the user mapping only */
+		if (!is_libpq_keyword(d->defname) ||
+			strcmp(d->defname, "user") == 0 ||
+			strcmp(d->defname, "password") == 0)
+			continue;
+		keywords[n] = d->defname;
+		values[n++] = defGetString(d);
+	}
+	foreach(lc, um->options)
+	{
+		DefElem    *d = (DefElem *) lfirst(lc);
+
+		if (!is_libpq_keyword(d->defname))
+			continue;
+		keywords[n] = d->defname;
+		values[n++] = defGetString(d);
+	}
+
+	if (check_password)
+	{
+		const char *password = option_value(um->options, "password");
+
+		if (password == NULL || password[0] == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+					 errmsg("password is required to connect to node \"%s\"",
+							server->servername),
+					 errdetail("Non-superusers must provide a password in the user mapping."),
+					 errhint("Set a password in the user mapping for server \"%s\".",
+							 server->servername)));
+	}
+
+	keywords[n] = "fallback_application_name";
+	values[n++] = "colojoin";
+	keywords[n] = "client_encoding";
+	values[n++] = GetDatabaseEncodingName();
+	keywords[n] = NULL;
+	values[n] = NULL;
+
+	conn = PQconnectStartParams(keywords, values, false);
+	if (conn == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory while connecting to node \"%s\"",
+						server->servername)));
+
+	PG_TRY();
+	{
+		PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+		if (PQstatus(conn) == CONNECTION_BAD)
+			st = PGRES_POLLING_FAILED;
+		while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED)
+		{
+			pgsocket	sock = PQsocket(conn);
+			int			events;
+			int			rc;
+
+			if (sock == PGINVALID_SOCKET)
+			{
+				st = PGRES_POLLING_FAILED;
+				break;
+			}
+			events = (st == PGRES_POLLING_READING) ?
+				WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
+			rc = WaitLatchOrSocket(MyLatch,
+								   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
+								   sock, -1L, PG_WAIT_EXTENSION);
+			if (rc & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
+			if (rc & events)
+				st = PQconnectPoll(conn);
+		}
+
+		if (st == PGRES_POLLING_FAILED || PQstatus(conn) != CONNECTION_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("could not connect to node \"%s\"",
+							server->servername),
+					 errdetail_internal("%s: %s",
+										cj_server_address(server->serverid),
+										conn_error_message(conn))));
+
+		if (check_password && !PQconnectionUsedPassword(conn))
+			ereport(ERROR,
+					(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+					 errmsg("password is required to connect to node \"%s\"",
+							server->servername),
+					 errdetail("Node \"%s\" did not ask for the password, and non-superusers must authenticate to nodes with one.",
+							   server->servername),
+					 errhint("Make the node require password authentication for this user, or have a superuser set password_required 'false' in the user mapping.")));
+
+		/* the entry owns the connection from here on */
+		PQsetNoticeReceiver(conn, notice_receiver, c);
+		c->conn = conn;
+		exec_sql(c, CJ_SESSION_SETUP, "session setup", false);
+	}
+	PG_CATCH();
+	{
+		c->conn = NULL;
+		c->in_flight = false;
+		PQfinish(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	pfree(keywords);
+	pfree(values);
+	return conn;
+}
+
+/* ----------------------------------------------------------------
+ *		Remote transactions
+ * ----------------------------------------------------------------
+ */
+
+static CjConnection *
+lookup_entry(Oid serverid, Oid userid, int slot, bool create)
+{
+	CjConnKey	key;
+	CjConnection *c;
+	bool		found;
+
+	if (cj_connections == NULL)
+	{
+		HASHCTL		ctl;
+
+		if (!create)
+			return NULL;
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(CjConnKey);
+		ctl.entrysize = sizeof(CjConnection);
+		ctl.hcxt = TopMemoryContext;
+		cj_connections = hash_create("colojoin connections", 16, &ctl,
+									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	memset(&key, 0, sizeof(key));
+	key.serverid = serverid;
+	key.userid = userid;
+	key.slot = slot;
+	c = hash_search(cj_connections, &key, create ? HASH_ENTER : HASH_FIND, &found);
+	if (c != NULL && !found)
+	{
+		/* dynahash entries never move, so callers may keep this pointer */
+		memset(((char *) c) + sizeof(CjConnKey), 0,
+			   sizeof(CjConnection) - sizeof(CjConnKey));
+	}
+	return c;
+}
+
+/* forget everything about the remote transaction (local transaction ended) */
+static void
+reset_xact_state(CjConnection *c)
+{
+	c->xact_open = false;
+	c->needs_restart = false;
+	c->doomed = false;
+	c->committed = false;
+	c->undo_done = false;
+	c->snapshot[0] = '\0';
+	c->write_min_level = 0;
+	c->write_max_level = 0;
+	c->undo = NIL;
+	c->savepoints = NIL;
+}
+
+static void
+report_doomed(CjConnection *c)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_TRANSACTION_ROLLBACK),
+			 errmsg("the remote transaction on node \"%s\" lost changes this transaction made there",
+					NameStr(c->node_name)),
+			 errdetail("The node's transaction ended (its connection failed, or a subtransaction abort could not be limited to its own changes); committing would keep only the coordinator's half."),
+			 errhint("Roll back the transaction and run it again.")));
+}
+
+/*
+ * begin_remote_xact
+ *		START TRANSACTION on the node, at REPEATABLE READ or SERIALIZABLE.
+ *		Slot 0 exports its snapshot when other slots may join; slots > 0
+ *		import slot 0's snapshot, so all connections to one node agree.
+ */
+static void
+begin_remote_xact(CjConnection *c)
+{
+	const char *begin = IsolationIsSerializable() ?
+		"START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
+		"START TRANSACTION ISOLATION LEVEL REPEATABLE READ";
+
+	c->snapshot[0] = '\0';
+	c->xact_open = true;		/* abort processing reconciles a half start */
+	cj_xact_touched = true;
+
+	if (c->key.slot == 0)
+	{
+		if (colojoin_max_connections_per_node > 1)
+		{
+			char	   *sql = psprintf("%s; SELECT pg_catalog.pg_export_snapshot()",
+									   begin);
+			PGresult   *res = exec_sql(c, sql, "transaction start", true);
+
+			if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
+				PQntuples(res) == 1 &&
+				strlen(PQgetvalue(res, 0, 0)) < sizeof(c->snapshot))
+				strlcpy(c->snapshot, PQgetvalue(res, 0, 0), sizeof(c->snapshot));
+			PQclear(res);
+			pfree(sql);
+		}
+		else
+			exec_sql(c, begin, "transaction start", false);
+	}
+	else
+	{
+		CjConnection *first = lookup_entry(c->key.serverid, c->key.userid,
+										   0, false);
+		char	   *sql;
+
+		/*
+		 * Slot 0 may be busy streaming a task's rows: its exported snapshot
+		 * is all we need from it, so only an unusable slot 0 is reopened.
+		 */
+		if (first == NULL || !first->xact_open || first->needs_restart ||
+			first->doomed || first->snapshot[0] == '\0' || conn_is_bad(first))
+			first = cj_get_connection(c->key.serverid, c->key.userid, 0);
+		if (first->snapshot[0] == '\0')
+		{
+			/* exported lazily: the setting was 1 when slot 0 began */
+			PGresult   *res = exec_sql(first,
+									   "SELECT pg_catalog.pg_export_snapshot()",
+									   "snapshot export", true);
+
+			if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK ||
+				PQntuples(res) != 1 ||
+				strlen(PQgetvalue(res, 0, 0)) >= sizeof(first->snapshot))
+			{
+				PQclear(res);
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("node \"%s\" returned no exported snapshot",
+								NameStr(first->node_name))));
+			}
+			strlcpy(first->snapshot, PQgetvalue(res, 0, 0),
+					sizeof(first->snapshot));
+			PQclear(res);
+		}
+		sql = psprintf("%s; SET TRANSACTION SNAPSHOT %s", begin,
+					   quote_literal_cstr(first->snapshot));
+		exec_sql(c, sql, "transaction start", false);
+		pfree(sql);
+	}
+}
+
+/*
+ * cj_get_connection
+ *		See connection.h.  Reuses the cached connection when it is healthy
+ *		and its server and mapping are unchanged; (re)opens it otherwise,
+ *		which is only allowed while no remote transaction depends on it.
+ */
+CjConnection *
+cj_get_connection(Oid serverid, Oid userid, int slot)
+{
+	CjConnection *c;
+	int			level;
+
+	Assert(OidIsValid(serverid));
+	Assert(slot >= 0);
+	c = lookup_entry(serverid, userid, slot, true);
+
+	if (c->in_flight)
+		elog(ERROR, "connection %d to node \"%s\" is busy with another query",
+			 slot, NameStr(c->node_name));
+	if (c->doomed)
+		report_doomed(c);
+
+	/* retire a connection that changed or broke, unless a transaction needs it */
+	if (c->conn != NULL && !c->xact_open &&
+		(c->invalidated || PQstatus(c->conn) != CONNECTION_OK ||
+		 PQtransactionStatus(c->conn) != PQTRANS_IDLE))
+		close_connection(c);
+
+	if (c->conn == NULL)
+	{
+		ForeignServer *server = GetForeignServer(serverid);
+		UserMapping *um;
+
+		if (c->xact_open)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("lost connection to node \"%s\" during the transaction",
+							NameStr(c->node_name)),
+					 errhint("Roll back the transaction and run it again.")));
+		namestrcpy(&c->node_name, server->servername);
+		um = lookup_user_mapping(userid, server);
+		c->server_hashvalue = GetSysCacheHashValue1(FOREIGNSERVEROID,
+													ObjectIdGetDatum(serverid));
+		c->invalidated = false;
+		reset_xact_state(c);
+		connect_node(c, server, um);
+	}
+	else if (PQstatus(c->conn) != CONNECTION_OK)
+		report_connection_lost(c, NULL);
+
+	cj_xact_touched = true;
+	if (c->xact_open && c->needs_restart)
+	{
+		exec_sql(c, "ROLLBACK", "transaction restart", false);
+		reset_xact_state(c);
+	}
+	if (!c->xact_open)
+		begin_remote_xact(c);
+
+	/*
+	 * First use inside a subtransaction of a connection that holds changes
+	 * of enclosing levels: a remote savepoint lets an abort of this level
+	 * undo only its own work.  Read-only connections never need one (an
+	 * abort restarts their remote transaction instead), so queries inside
+	 * PL/pgSQL exception blocks cost no extra round trip.
+	 */
+	level = GetCurrentTransactionNestLevel();
+	if (level > 1 && c->write_min_level > 0 && c->write_min_level < level &&
+		(c->savepoints == NIL || llast_int(c->savepoints) < level))
+	{
+		char	   *sql = psprintf("SAVEPOINT colojoin_sp_%d", level);
+		MemoryContext old;
+
+		exec_sql(c, sql, "subtransaction start", false);
+		pfree(sql);
+		old = MemoryContextSwitchTo(TopTransactionContext);
+		c->savepoints = lappend_int(c->savepoints, level);
+		MemoryContextSwitchTo(old);
+	}
+	return c;
+}
+
+PGconn *
+cj_conn_pgconn(CjConnection *conn)
+{
+	return conn->conn;
+}
+
+Oid
+cj_conn_serverid(CjConnection *conn)
+{
+	return conn->key.serverid;
+}
+
+const char *
+cj_conn_node_name(CjConnection *conn)
+{
+	return NameStr(conn->node_name);
+}
+
+/*
+ * cj_conn_note_write
+ *		Record that the caller made a change on the node that must commit
+ *		with the local transaction (DDL, copied rows).  undo_sql, when given,
+ *		removes that change again; it runs (outside any transaction) if this
+ *		node committed but the local transaction failed to.  what describes
+ *		the change for messages ("table public.t_p0").
+ */
+void
+cj_conn_note_write(CjConnection *conn, const char *undo_sql, const char *what)
+{
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (conn->write_min_level == 0 || level < conn->write_min_level)
+		conn->write_min_level = level;
+	if (level > conn->write_max_level)
+		conn->write_max_level = level;
+	if (undo_sql != NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+		CjUndo	   *u = palloc(sizeof(CjUndo));
+
+		u->sql = pstrdup(undo_sql);
+		u->what = pstrdup(what ? what : undo_sql);
+		u->level = level;
+		conn->undo = lcons(u, conn->undo);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/*
+ * run_undo
+ *		After this node committed and the local transaction did not, run the
+ *		undo SQL of its changes.  Never throws; appends to buf what could
+ *		not be undone.
+ */
+static void
+run_undo(CjConnection *c, StringInfo failures)
+{
+	ListCell   *lc;
+
+	if (c->undo_done)
+		return;
+	c->undo_done = true;
+	foreach(lc, c->undo)
+	{
+		CjUndo	   *u = (CjUndo *) lfirst(lc);
+		char	   *err = NULL;
+
+		if (!quiet_exec(c, u->sql,
+						TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													CJ_CLEANUP_TIMEOUT_MS * 2),
+						&err))
+		{
+			appendStringInfo(failures, "%s%s on node \"%s\" (%s)",
+							 failures->len > 0 ? "; " : "",
+							 u->what, NameStr(c->node_name), err);
+			if (conn_is_bad(c) || c->in_flight)
+				close_connection(c);
+		}
+	}
+}
+
+/* list_sort comparator: by node name, then slot, for a predictable order */
+static int
+writer_cmp(const ListCell *a, const ListCell *b)
+{
+	CjConnection *ca = (CjConnection *) lfirst(a);
+	CjConnection *cb = (CjConnection *) lfirst(b);
+	int			r = strcmp(NameStr(ca->node_name), NameStr(cb->node_name));
+
+	if (r != 0)
+		return r;
+	return (ca->key.slot > cb->key.slot) - (ca->key.slot < cb->key.slot);
+}
+
+/*
+ * pre_commit
+ *		Commit every remote transaction before the local one commits.  Read-
+ *		only ones go first, all at once; those with durable changes follow
+ *		one by one, so a failure knows exactly which nodes already committed
+ *		and undoes their changes before reporting.
+ */
+static void
+pre_commit(void)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+	CjConnection *first_failed = NULL;
+	PGresult   *volatile failed_res = NULL;
+	List	   *readers = NIL;
+	List	   *writers = NIL;
+	ListCell   *lc;
+
+	/* settle forgotten queries, check that everything can commit */
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (!c->xact_open && !c->in_flight)
+			continue;
+		if (c->in_flight)
+			settle_connection(c, false);
+		if (!c->xact_open)
+			continue;
+		if (c->doomed)
+		{
+			hash_seq_term(&scan);
+			report_doomed(c);
+		}
+		if (conn_is_bad(c))
+		{
+			if (c->write_max_level == 0)
+			{
+				/* nothing to keep there: forget that transaction */
+				close_connection(c);
+				c->xact_open = false;
+				continue;
+			}
+			hash_seq_term(&scan);
+			report_connection_lost(c, "commit");
+		}
+		if (c->write_max_level > 0)
+			writers = lappend(writers, c);
+		else
+			readers = lappend(readers, c);
+	}
+
+	/* read-only transactions: send every COMMIT, then collect the answers */
+	foreach(lc, readers)
+	{
+		c = (CjConnection *) lfirst(lc);
+		if (!PQsendQuery(c->conn, c->needs_restart ? "ROLLBACK" : "COMMIT"))
+		{
+			if (first_failed == NULL)
+				first_failed = c;
+			continue;
+		}
+		begin_flight(c);
+	}
+	foreach(lc, readers)
+	{
+		PGresult   *res;
+
+		c = (CjConnection *) lfirst(lc);
+		if (!c->in_flight)
+			continue;
+		PG_TRY();
+		{
+			while ((res = get_result(c)) != NULL)
+			{
+				if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+					failed_res == NULL)
+				{
+					failed_res = res;
+					first_failed = c;
+				}
+				else
+					PQclear(res);
+			}
+		}
+		PG_CATCH();
+		{
+			PQclear(failed_res);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		c->in_flight = false;
+		c->committed = true;
+	}
+	if (first_failed != NULL)
+		report_error(ERROR, first_failed, failed_res, true,
+					 "commit of the remote transaction", "COMMIT");
+
+	/* transactions with changes: one by one, in node name order */
+	list_sort(writers, writer_cmp);
+	foreach(lc, writers)
+	{
+		MemoryContext ccxt = CurrentMemoryContext;
+
+		c = (CjConnection *) lfirst(lc);
+		PG_TRY();
+		{
+			exec_sql(c, "COMMIT", "commit of the remote transaction", false);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+			StringInfoData undone;
+			StringInfoData failures;
+			ListCell   *lc2;
+			bool		unknown = conn_is_bad(c) || c->in_flight;
+
+			MemoryContextSwitchTo(ccxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+
+			initStringInfo(&undone);
+			initStringInfo(&failures);
+			foreach(lc2, writers)
+			{
+				CjConnection *w = (CjConnection *) lfirst(lc2);
+				ListCell   *lc3;
+
+				if (w == c)
+					break;
+				run_undo(w, &failures);
+				foreach(lc3, w->undo)
+					appendStringInfo(&undone, "%s%s on node \"%s\"",
+									 undone.len > 0 ? ", " : "",
+									 ((CjUndo *) lfirst(lc3))->what,
+									 NameStr(w->node_name));
+			}
+			if (unknown)
+			{
+				foreach(lc2, c->undo)
+					appendStringInfo(&failures, "%s%s on node \"%s\" (the outcome of its commit is unknown)",
+									 failures.len > 0 ? "; " : "",
+									 ((CjUndo *) lfirst(lc2))->what,
+									 NameStr(c->node_name));
+			}
+			ereport(ERROR,
+					(errcode(edata->sqlerrcode),
+					 errmsg("could not commit the remote transaction on node \"%s\": %s",
+							NameStr(c->node_name), edata->message),
+					 failures.len > 0 ?
+					 errdetail("These remote changes could not be removed: %s.",
+							   failures.data) :
+					 undone.len > 0 ?
+					 errdetail("Changes already committed on other nodes were removed: %s.",
+							   undone.data) : 0));
+		}
+		PG_END_TRY();
+		c->committed = true;
+	}
+}
+
+/*
+ * abort_all
+ *		Local transaction abort: cancel what is in flight (all cancels first,
+ *		so the nodes work on them at once), drain, roll back, close what
+ *		cannot be brought back to idle.  Changes of nodes that committed
+ *		before the local commit failed are undone.  Never throws.
+ */
+static void
+abort_all(void)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+	StringInfoData failures;
+
+	initStringInfo(&failures);
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (c->in_flight && !conn_is_bad(c))
+			quiet_cancel(c);
+	}
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (c->in_flight)
+			settle_connection(c, true);
+		if (c->committed)
+			run_undo(c, &failures);
+		else if (c->xact_open && c->conn != NULL)
+		{
+			if (conn_is_bad(c) ||
+				(PQtransactionStatus(c->conn) != PQTRANS_IDLE &&
+				 !quiet_exec(c, "ROLLBACK",
+							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 CJ_CLEANUP_TIMEOUT_MS),
+							 NULL)))
+				close_connection(c);
+		}
+		if (c->conn != NULL &&
+			(PQstatus(c->conn) != CONNECTION_OK ||
+			 PQtransactionStatus(c->conn) != PQTRANS_IDLE || c->in_flight))
+			close_connection(c);
+		if (c->invalidated)
+			close_connection(c);
+		reset_xact_state(c);
+	}
+	if (failures.len > 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("some remote changes of the failed transaction could not be removed"),
+				 errdetail("Left behind: %s.", failures.data)));
+	pfree(failures.data);
+}
+
+static void
+cj_xact_callback(XactEvent event, void *arg)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+
+	if ((!cj_xact_touched && !cj_pending_close) || cj_connections == NULL)
+		return;
+
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			pre_commit();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			hash_seq_init(&scan, cj_connections);
+			while ((c = hash_seq_search(&scan)) != NULL)
+			{
+				if (c->xact_open)
+				{
+					hash_seq_term(&scan);
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("cannot PREPARE a transaction that has used colojoin connections to nodes")));
+				}
+			}
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			hash_seq_init(&scan, cj_connections);
+			while ((c = hash_seq_search(&scan)) != NULL)
+			{
+				/* everything committed in pre-commit; anything else is unknown */
+				if (c->conn != NULL &&
+					(c->in_flight || c->invalidated ||
+					 PQstatus(c->conn) != CONNECTION_OK ||
+					 PQtransactionStatus(c->conn) != PQTRANS_IDLE))
+					close_connection(c);
+				reset_xact_state(c);
+			}
+			cj_xact_touched = false;
+			cj_pending_close = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			abort_all();
+			cj_xact_touched = false;
+			cj_pending_close = false;
+			break;
+	}
+}
+
+/*
+ * mark_restart
+ *		The remote transaction lost (or must lose) the work of nest levels >=
+ *		level and no savepoint can bring it back to the start of that level:
+ *		restart it at the next use, or doom the local transaction when it
+ *		also held changes of an enclosing level.
+ */
+static void
+mark_restart(CjConnection *c, int level)
+{
+	if (c->write_min_level > 0 && c->write_min_level < level)
+		c->doomed = true;
+	else
+	{
+		c->needs_restart = true;
+		c->write_min_level = 0;
+		c->write_max_level = 0;
+		c->undo = NIL;
+		c->savepoints = NIL;
+	}
+}
+
+/* forget savepoints and undo entries of nest levels >= level */
+static void
+forget_levels_from(CjConnection *c, int level)
+{
+	ListCell   *lc;
+
+	while (c->savepoints != NIL && llast_int(c->savepoints) >= level)
+		c->savepoints = list_delete_last(c->savepoints);
+	foreach(lc, c->undo)
+	{
+		if (((CjUndo *) lfirst(lc))->level >= level)
+			c->undo = foreach_delete_current(c->undo, lc);
+	}
+	if (c->write_max_level >= level)
+		c->write_max_level = level - 1;
+	if (c->write_min_level >= level)
+		c->write_min_level = 0;
+}
+
+/*
+ * subxact_commit
+ *		Hand the committed level's queries, changes and savepoint to its
+ *		parent.  A savepoint of the child becomes the parent's unless the
+ *		parent has its own (which marks an earlier point of the parent).
+ */
+static void
+subxact_commit(int level)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+	ListCell   *lc;
+
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (c->in_flight && c->flight_level >= level)
+			c->flight_level = level - 1;
+		if (c->write_max_level >= level)
+			c->write_max_level = level - 1;
+		if (c->write_min_level >= level)
+			c->write_min_level = level - 1;
+		foreach(lc, c->undo)
+		{
+			CjUndo	   *u = (CjUndo *) lfirst(lc);
+
+			if (u->level >= level)
+				u->level = level - 1;
+		}
+		if (c->savepoints != NIL && llast_int(c->savepoints) >= level)
+		{
+			int			n = list_length(c->savepoints);
+
+			if (n >= 2 && list_nth_int(c->savepoints, n - 2) == level - 1)
+				c->savepoints = list_delete_last(c->savepoints);
+			else
+				llast_int(c->savepoints) = level - 1;
+		}
+	}
+}
+
+/*
+ * subxact_abort_one
+ *		Bring one connection's remote transaction back to the state it had
+ *		when subtransaction level began.  Returns true when the remote
+ *		transaction of slot 0 was lost or must restart, so that the other
+ *		slots (which share its snapshot) restart too.  Never throws.
+ */
+static bool
+subxact_abort_one(CjConnection *c, int level)
+{
+	bool		outer_writes = c->write_min_level > 0 && c->write_min_level < level;
+	PGTransactionStatusType status;
+
+	if (!c->xact_open)
+	{
+		forget_levels_from(c, level);
+		return false;
+	}
+	if (conn_is_bad(c))
+	{
+		close_connection(c);
+		if (outer_writes)
+			c->doomed = true;
+		else
+		{
+			reset_xact_state(c);
+			return c->key.slot == 0;
+		}
+		return false;
+	}
+	if (c->in_flight)
+		return false;			/* an enclosing level's query: not ours */
+
+	status = PQtransactionStatus(c->conn);
+	if (status == PQTRANS_IDLE)
+	{
+		/* the START TRANSACTION itself was interrupted */
+		if (outer_writes)
+			c->doomed = true;
+		else
+			reset_xact_state(c);
+		return c->key.slot == 0;
+	}
+	if (status != PQTRANS_INTRANS && status != PQTRANS_INERROR)
+	{
+		close_connection(c);
+		if (outer_writes)
+			c->doomed = true;
+		else
+			reset_xact_state(c);
+		return c->key.slot == 0;
+	}
+
+	/* healthy and nothing of this level to undo: the aborted work was reads */
+	if (status == PQTRANS_INTRANS && c->write_max_level < level)
+	{
+		forget_levels_from(c, level);
+		return false;
+	}
+
+	if (!outer_writes)
+	{
+		mark_restart(c, level);
+		return c->key.slot == 0;
+	}
+
+	/* keep the enclosing levels' changes: roll back to this level's savepoint */
+	{
+		ListCell   *lc;
+		int			sp = 0;
+
+		foreach(lc, c->savepoints)
+		{
+			if (lfirst_int(lc) >= level)
+			{
+				sp = lfirst_int(lc);
+				break;
+			}
+		}
+		if (sp > 0)
+		{
+			char		sql[128];
+
+			snprintf(sql, sizeof(sql),
+					 "ROLLBACK TO SAVEPOINT colojoin_sp_%d; RELEASE SAVEPOINT colojoin_sp_%d",
+					 sp, sp);
+			if (quiet_exec(c, sql,
+						   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   CJ_CLEANUP_TIMEOUT_MS),
+						   NULL))
+			{
+				forget_levels_from(c, level);
+				return false;
+			}
+			close_connection(c);
+		}
+		c->doomed = true;
+	}
+	return false;
+}
+
+/*
+ * cj_subxact_callback
+ *		On subtransaction commit, hand queries and changes to the parent.
+ *		On abort, cancel and drain the queries the subtransaction started
+ *		(all cancels first, so the nodes work on them at once), then undo the
+ *		subtransaction's remote work: a remote savepoint where the connection
+ *		holds changes of enclosing levels, else a restart of the remote
+ *		transaction at its next use.  Slots that share slot 0's snapshot
+ *		restart with it.
+ */
+static void
+cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					SubTransactionId parentSubid, void *arg)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+	int			level;
+	List	   *restarted = NIL;
+	ListCell   *lc;
+
+	if (!cj_xact_touched || cj_connections == NULL)
+		return;
+	level = GetCurrentTransactionNestLevel();
+	if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		subxact_commit(level);
+		return;
+	}
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (c->in_flight && c->flight_level >= level && !conn_is_bad(c))
+			quiet_cancel(c);
+	}
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (c->in_flight && c->flight_level >= level)
+			settle_connection(c, true);
+		if (subxact_abort_one(c, level))
+			restarted = lappend(restarted, c);
+	}
+
+	foreach(lc, restarted)
+	{
+		CjConnection *first = (CjConnection *) lfirst(lc);
+
+		hash_seq_init(&scan, cj_connections);
+		while ((c = hash_seq_search(&scan)) != NULL)
+		{
+			if (c == first || c->key.serverid != first->key.serverid ||
+				c->key.userid != first->key.userid || !c->xact_open ||
+				c->needs_restart || c->doomed || c->in_flight)
+				continue;
+			mark_restart(c, level);
+		}
+	}
+	list_free(restarted);
+}
+
+/* ----------------------------------------------------------------
+ *		Invalidation
+ * ----------------------------------------------------------------
+ */
+
+static void
+cj_inval_server(Datum arg, int cacheid, uint32 hashvalue)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+
+	if (cj_connections == NULL)
+		return;
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (hashvalue == 0 || c->server_hashvalue == hashvalue)
+		{
+			c->invalidated = true;
+			cj_pending_close |= (c->conn != NULL);
+		}
+	}
+}
+
+/*
+ * Any user mapping change retires every connection: a new mapping for a
+ * user who used PUBLIC's has a hash value no entry knows, and mapping
+ * changes are rare enough that precision buys nothing.
+ */
+static void
+cj_inval_mapping(Datum arg, int cacheid, uint32 hashvalue)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+
+	if (cj_connections == NULL)
+		return;
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		c->invalidated = true;
+		cj_pending_close |= (c->conn != NULL);
+	}
+}
+
+/* ----------------------------------------------------------------
+ *		COPY between nodes
+ * ----------------------------------------------------------------
+ */
+
+/* wait for a COPY start result of the query just sent */
+static void
+expect_copy_start(CjConnection *c, ExecStatusType want, const char *sql,
+				  const char *context)
+{
+	PGresult   *res = get_result(c);
+
+	if (res == NULL || PQresultStatus(res) != want)
+	{
+		PGresult   *more;
+
+		if (res == NULL || PQresultStatus(res) == PGRES_FATAL_ERROR)
+		{
+			/* drain to idle so the error leaves the connection usable */
+			while ((more = get_result(c)) != NULL)
+				PQclear(more);
+			c->in_flight = false;
+			report_error(ERROR, c, res, true, context, sql);
+		}
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("node \"%s\" did not start a COPY", NameStr(c->node_name)),
+				 errcontext("remote SQL command: %s", sql)));
+	}
+	PQclear(res);
+}
+
+/* collect the final results of a finished COPY; ERROR on a failure */
+static void
+finish_copy(CjConnection *c, const char *sql, const char *context)
+{
+	PGresult   *res;
+	PGresult   *volatile failed = NULL;
+
+	PG_TRY();
+	{
+		while ((res = get_result(c)) != NULL)
+		{
+			if (PQresultStatus(res) != PGRES_COMMAND_OK && failed == NULL)
+				failed = res;
+			else
+				PQclear(res);
+		}
+	}
+	PG_CATCH();
+	{
+		PQclear(failed);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	c->in_flight = false;
+	if (failed != NULL)
+		report_error(ERROR, c, failed, true, context, sql);
+}
+
+/*
+ * cj_copy_rows
+ *		See connection.h.  The destination runs in nonblocking mode so that
+ *		neither side can block us uninterruptibly; we flush it every
+ *		CJ_COPY_FLUSH_BYTES and read no more from the source until it has
+ *		drained, which bounds the coordinator's memory.  On a failure the
+ *		other side is brought back to idle before the error is raised.
+ */
+uint64
+cj_copy_rows(CjConnection *src, const char *copy_out_sql,
+			 CjConnection *dst, const char *copy_in_sql,
+			 const char *context)
+{
+	uint64		bytes = 0;
+	WaitEventSet *volatile wes = NULL;
+
+	if (conn_is_bad(src))
+		report_connection_lost(src, context);
+	if (conn_is_bad(dst))
+		report_connection_lost(dst, context);
+
+	if (!PQsendQuery(src->conn, copy_out_sql))
+		report_error(ERROR, src, NULL, false, context, copy_out_sql);
+	begin_flight(src);
+	PG_TRY();
+	{
+		size_t		unflushed = 0;
+		bool		flush_pending = false;
+		bool		src_done = false;
+		int			pos_src;
+		int			pos_dst;
+		int			r;
+
+		expect_copy_start(src, PGRES_COPY_OUT, copy_out_sql, context);
+
+		if (!PQsendQuery(dst->conn, copy_in_sql))
+			report_error(ERROR, dst, NULL, false, context, copy_in_sql);
+		begin_flight(dst);
+		expect_copy_start(dst, PGRES_COPY_IN, copy_in_sql, context);
+		if (PQsetnonblocking(dst->conn, 1) != 0)
+			report_connection_lost(dst, context);
+
+		wes = CreateWaitEventSet(CurrentMemoryContext, 3);
+		AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+		AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+		pos_src = AddWaitEventToSet(wes, WL_SOCKET_READABLE,
+									PQsocket(src->conn), NULL, NULL);
+		pos_dst = AddWaitEventToSet(wes, WL_SOCKET_READABLE,
+									PQsocket(dst->conn), NULL, NULL);
+
+		while (!src_done || flush_pending)
+		{
+			char	   *buf = NULL;
+			int			n = 0;
+			WaitEvent	ev;
+
+			if (flush_pending)
+			{
+				r = PQflush(dst->conn);
+				if (r < 0)
+					report_connection_lost(dst, context);
+				flush_pending = (r == 1);
+				if (!flush_pending)
+					unflushed = 0;
+			}
+			if (!flush_pending && !src_done)
+			{
+				n = PQgetCopyData(src->conn, &buf, 1);
+				if (n > 0)
+				{
+					r = PQputCopyData(dst->conn, buf, n);
+					PQfreemem(buf);
+					if (r != 1)
+					{
+						/* the destination failed: say why, stop the source */
+						PGresult   *res;
+
+						PQsetnonblocking(dst->conn, 0);
+						res = PQgetResult(dst->conn);
+						if (res != NULL &&
+							PQresultStatus(res) == PGRES_FATAL_ERROR)
+						{
+							settle_connection(src, false);
+							report_error(ERROR, dst, res, true, context,
+										 copy_in_sql);
+						}
+						PQclear(res);
+						report_connection_lost(dst, context);
+					}
+					bytes += n;
+					unflushed += n;
+					if (unflushed >= CJ_COPY_FLUSH_BYTES)
+						flush_pending = true;
+					continue;
+				}
+				if (n == -1)
+				{
+					src_done = true;
+					flush_pending = true;
+					continue;
+				}
+				if (n == -2)
+				{
+					PGresult   *res = PQgetResult(src->conn);
+
+					/* tell the destination to drop what it got so far */
+					PQputCopyEnd(dst->conn, "source of the copy failed");
+					settle_connection(dst, true);
+					if (res != NULL)
+					{
+						settle_connection(src, true);
+						report_error(ERROR, src, res, true, context,
+									 copy_out_sql);
+					}
+					report_connection_lost(src, context);
+				}
+			}
+
+			/* nothing to do until a socket is ready */
+			ModifyWaitEvent(wes, pos_dst,
+							WL_SOCKET_READABLE |
+							(flush_pending ? WL_SOCKET_WRITEABLE : 0), NULL);
+			if (WaitEventSetWait(wes, -1L, &ev, 1, PG_WAIT_EXTENSION) == 1)
+			{
+				if (ev.events & WL_LATCH_SET)
+				{
+					ResetLatch(MyLatch);
+					CHECK_FOR_INTERRUPTS();
+				}
+				else if (ev.pos == pos_dst)
+				{
+					if ((ev.events & WL_SOCKET_READABLE) &&
+						!PQconsumeInput(dst->conn))
+						report_connection_lost(dst, context);
+				}
+				else if (ev.pos == pos_src &&
+						 (ev.events & WL_SOCKET_READABLE))
+				{
+					if (!PQconsumeInput(src->conn))
+						report_connection_lost(src, context);
+				}
+			}
+		}
+		FreeWaitEventSet(wes);
+		wes = NULL;
+
+		/* the source's COPY is complete: check its status */
+		finish_copy(src, copy_out_sql, context);
+
+		/* end the destination's COPY */
+		while ((r = PQputCopyEnd(dst->conn, NULL)) == 0)
+			wait_for_socket(dst, WL_SOCKET_WRITEABLE);
+		if (r < 0)
+			report_connection_lost(dst, context);
+		while ((r = PQflush(dst->conn)) == 1)
+		{
+			int			rc = wait_for_socket(dst, WL_SOCKET_WRITEABLE |
+											 WL_SOCKET_READABLE);
+
+			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(dst->conn))
+				report_connection_lost(dst, context);
+		}
+		if (r < 0 || PQsetnonblocking(dst->conn, 0) != 0)
+			report_connection_lost(dst, context);
+		finish_copy(dst, copy_in_sql, context);
+	}
+	PG_CATCH();
+	{
+		/* the (sub)transaction abort drains whatever is still in flight */
+		if (wes != NULL)
+			FreeWaitEventSet(wes);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	return bytes;
 }

@@ -80,4 +80,17 @@ extern uint64 cj_copy_rows(CjConnection *src, const char *copy_out_sql,
 /* "host=... port=..." style description of a server, for messages */
 extern char *cj_server_address(Oid serverid);
 
+/*
+ * cj_conn_note_write: the caller made a change on the node that must commit
+ * with the local transaction (create_shards' tables, add_replica's rows);
+ * scratch objects that die with the statement need no note.  undo_sql (may
+ * be NULL) removes the change again and runs if this node committed but the
+ * local transaction then failed; what names the change in messages.  Such
+ * a connection takes a remote savepoint when first used inside a deeper
+ * subtransaction, so a subtransaction abort undoes only its own changes.
+ * (appended by the connection module's author)
+ */
+extern void cj_conn_note_write(CjConnection *conn, const char *undo_sql,
+							   const char *what);
+
 #endif							/* COLOJOIN_CONNECTION_H */

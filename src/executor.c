@@ -1,8 +1,613 @@
-/* executor.c: placeholder, being written */
+/*-------------------------------------------------------------------------
+ *
+ * executor.c
+ *	  Runs the tasks of a colojoin CustomScan: every task on its node, all
+ *	  nodes at once, several connections per node (colojoin.
+ *	  max_connections_per_node), rows streamed back one at a time in
+ *	  single-row mode so memory does not grow with the result.
+ *
+ *	  It carries out the plan it was given and never re-decides it.  The
+ *	  remote transactions, cancellation on abort and error reporting with
+ *	  the node's name are connection.c's; EXPLAIN output is explain.c's.
+ *	  It also notices writes to shards, after which a colocated join could
+ *	  not see this transaction's own changes.
+ *
+ *-------------------------------------------------------------------------
+ */
 #include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/extensible.h"
+#include "parser/parsetree.h"
+#include "storage/latch.h"
+#include "tcop/utility.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/wait_event.h"
+
 #include "colojoin.h"
+#include "connection.h"
+#include "executor.h"
+#include "planner.h"
+
+static void cj_begin_scan(CustomScanState *node, EState *estate, int eflags);
+static TupleTableSlot *cj_exec_scan(CustomScanState *node);
+static void cj_end_scan(CustomScanState *node);
+static void cj_rescan(CustomScanState *node);
+
+static CustomExecMethods cj_exec_methods = {
+	.CustomName = COLOJOIN_CUSTOM_SCAN_NAME,
+	.BeginCustomScan = cj_begin_scan,
+	.ExecCustomScan = cj_exec_scan,
+	.EndCustomScan = cj_end_scan,
+	.ReScanCustomScan = cj_rescan,
+	.ExplainCustomScan = cj_explain_scan,
+};
+
+/* set once a statement of this transaction has written to a shard */
+static bool xact_wrote_to_shards = false;
+
+static ExecutorFinish_hook_type prev_executor_finish = NULL;
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+bool
+cj_xact_wrote_to_shards(void)
+{
+	return xact_wrote_to_shards;
+}
+
+Node *
+cj_create_scan_state(CustomScan *cscan)
+{
+	CjScanState *st = (CjScanState *) newNode(sizeof(CjScanState),
+											  T_CustomScanState);
+
+	st->css.methods = &cj_exec_methods;
+	return (Node *) st;
+}
+
+static void
+cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
+{
+	CjScanState *st = (CjScanState *) node;
+	CustomScan *cscan = (CustomScan *) node->ss.ps.plan;
+	List	   *priv = cscan->custom_private;
+	List	   *tasks = (List *) list_nth(priv, CJ_PRIVATE_TASKS);
+	TupleDesc	desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
+	ListCell   *lc;
+	int			i;
+
+	st->strategy = strVal(list_nth(priv, CJ_PRIVATE_STRATEGY));
+	st->nclasses = intVal(list_nth(priv, CJ_PRIVATE_NCLASSES));
+	st->npruned = intVal(list_nth(priv, CJ_PRIVATE_NPRUNED));
+	st->nempty = intVal(list_nth(priv, CJ_PRIVATE_NEMPTY));
+	st->userid = (Oid) intVal(list_nth(priv, CJ_PRIVATE_USERID));
+	st->rows_moved = intVal(list_nth(priv, CJ_PRIVATE_ROWS_MOVED));
+	st->hints = strVal(list_nth(priv, CJ_PRIVATE_HINTS));
+
+	st->ntasks = list_length(tasks);
+	st->tasks = palloc0(sizeof(CjExecTask) * Max(st->ntasks, 1));
+	i = 0;
+	foreach(lc, tasks)
+	{
+		List	   *t = (List *) lfirst(lc);
+		CjExecTask *task = &st->tasks[i++];
+
+		task->cls = intVal(list_nth(t, CJ_TASK_CLASS));
+		task->serverid = (Oid) intVal(list_nth(t, CJ_TASK_SERVER));
+		task->node = strVal(list_nth(t, CJ_TASK_NODE));
+		task->sql = strVal(list_nth(t, CJ_TASK_SQL));
+		task->label = strVal(list_nth(t, CJ_TASK_LABEL));
+		task->remainder = intVal(list_nth(t, CJ_TASK_HASH_REMAINDER));
+	}
+
+	/* parameters: evaluated when the scan starts */
+	st->param_states = ExecInitExprList(cscan->custom_exprs, &node->ss.ps);
+	st->nparams = list_length(cscan->custom_exprs);
+	st->param_values = palloc0(sizeof(char *) * Max(st->nparams, 1));
+	st->param_outfuncs = palloc0(sizeof(FmgrInfo) * Max(st->nparams, 1));
+	i = 0;
+	foreach(lc, cscan->custom_exprs)
+	{
+		Oid			outfunc;
+		bool		isvarlena;
+
+		getTypeOutputInfo(exprType((Node *) lfirst(lc)), &outfunc, &isvarlena);
+		fmgr_info(outfunc, &st->param_outfuncs[i++]);
+	}
+
+	/* input functions for the columns the nodes send back */
+	st->natts = desc->natts;
+	st->infuncs = palloc0(sizeof(FmgrInfo) * Max(st->natts, 1));
+	st->ioparams = palloc0(sizeof(Oid) * Max(st->natts, 1));
+	st->typmods = palloc0(sizeof(int32) * Max(st->natts, 1));
+	for (i = 0; i < st->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Oid			infunc;
+
+		getTypeInputInfo(att->atttypid, &infunc, &st->ioparams[i]);
+		fmgr_info(infunc, &st->infuncs[i]);
+		st->typmods[i] = att->atttypmod;
+	}
+
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && xact_wrote_to_shards)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("colojoin cannot run a colocated join after this transaction wrote to shards"),
+				 errdetail("The writes went through postgres_fdw's connections, which colojoin's connections cannot see until the transaction commits; the plan was made before the writes."),
+				 errhint("Run the query in a new transaction, or SET colojoin.enable = off for this one.")));
+}
+
+/* the text of every parameter, computed once per (re)scan */
+static void
+evaluate_params(CjScanState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_query_memory);
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, st->param_states)
+	{
+		ExprState  *es = (ExprState *) lfirst(lc);
+		bool		isnull;
+		Datum		value = ExecEvalExpr(es, econtext, &isnull);
+
+		st->param_values[i] = isnull ? NULL :
+			OutputFunctionCall(&st->param_outfuncs[i], value);
+		i++;
+	}
+	MemoryContextSwitchTo(old);
+}
+
+static char *
+task_context(CjExecTask *task)
+{
+	return psprintf("partition class %s", task->label);
+}
+
+/* the next task not yet run on this worker's node, or NULL */
+static CjExecTask *
+next_task_for(CjScanState *st, Oid serverid)
+{
+	int			i;
+
+	for (i = 0; i < st->ntasks; i++)
+	{
+		CjExecTask *task = &st->tasks[i];
+
+		if (!task->taken && task->serverid == serverid)
+		{
+			task->taken = true;
+			return task;
+		}
+	}
+	return NULL;
+}
+
+static void
+send_task(CjScanState *st, CjWorker *w, CjExecTask *task)
+{
+	PGconn	   *pg = cj_conn_pgconn(w->conn);
+
+	if (!PQsendQueryParams(pg, task->sql, st->nparams, NULL,
+						   st->param_values, NULL, NULL, 0))
+		cj_report_remote_error(ERROR, w->conn, NULL, task_context(task));
+	if (!PQsetSingleRowMode(pg))
+		elog(ERROR, "colojoin: could not select single-row mode on node \"%s\"",
+			 task->node);
+	cj_conn_begin_async(w->conn);
+	w->task = task;
+	INSTR_TIME_SET_CURRENT(w->started);
+}
+
+/*
+ * start_scan
+ *		Open the connections the tasks need, up to max_connections_per_node
+ *		per node, and send each its first task; each node starts working
+ *		while the next one is still being connected to.
+ */
+static void
+start_scan(CjScanState *st)
+{
+	List	   *servers = NIL;
+	List	   *counts = NIL;
+	ListCell   *ls,
+			   *lcnt;
+	int			i;
+	int			n = 0;
+	Oid			userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+
+	evaluate_params(st);
+
+	for (i = 0; i < st->ntasks; i++)
+	{
+		CjExecTask *task = &st->tasks[i];
+		bool		found = false;
+
+		task->taken = false;
+		task->done = false;
+		forboth(ls, servers, lcnt, counts)
+		{
+			if (lfirst_oid(ls) == task->serverid)
+			{
+				lfirst_int(lcnt)++;
+				found = true;
+			}
+		}
+		if (!found)
+		{
+			servers = lappend_oid(servers, task->serverid);
+			counts = lappend_int(counts, 1);
+		}
+	}
+	st->ntasks_run = st->ntasks;
+
+	forboth(ls, servers, lcnt, counts)
+		n += Min(lfirst_int(lcnt), colojoin_max_connections_per_node);
+	if (st->workers == NULL || st->nworkers < n)
+		st->workers = MemoryContextAllocZero(st->css.ss.ps.state->es_query_cxt,
+											 sizeof(CjWorker) * Max(n, 1));
+	st->nworkers = 0;
+	forboth(ls, servers, lcnt, counts)
+	{
+		int			nconn = Min(lfirst_int(lcnt), colojoin_max_connections_per_node);
+		int			slot;
+
+		for (slot = 0; slot < nconn; slot++)
+		{
+			CjWorker   *w = &st->workers[st->nworkers++];
+
+			w->serverid = lfirst_oid(ls);
+			w->slot = slot;
+			w->task = NULL;
+			w->conn = cj_get_connection(w->serverid, userid, slot);
+			send_task(st, w, next_task_for(st, w->serverid));
+		}
+	}
+	st->current = 0;
+	st->started = true;
+}
+
+static void
+finish_task(CjScanState *st, CjWorker *w)
+{
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	INSTR_TIME_SUBTRACT(now, w->started);
+	w->task->seconds += INSTR_TIME_GET_DOUBLE(now);
+	w->task->done = true;
+	w->task = NULL;
+	cj_conn_end_async(w->conn);
+}
+
+/*
+ * store_row
+ *		Turn the single row of res into the scan tuple, in per-tuple memory
+ *		(ExecScan resets it before fetching the next row).
+ */
+static TupleTableSlot *
+store_row(CjScanState *st, CjWorker *w, PGresult *res)
+{
+	TupleTableSlot *slot = st->css.ss.ss_ScanTupleSlot;
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	int			ncols = PQnfields(res);
+	int			i;
+
+	ExecClearTuple(slot);
+	for (i = 0; i < st->natts; i++)
+	{
+		if (i >= ncols || PQgetisnull(res, 0, i))
+		{
+			slot->tts_values[i] = (Datum) 0;
+			slot->tts_isnull[i] = true;
+		}
+		else
+		{
+			char	   *value = PQgetvalue(res, 0, i);
+
+			slot->tts_values[i] = InputFunctionCall(&st->infuncs[i], value,
+													st->ioparams[i],
+													st->typmods[i]);
+			slot->tts_isnull[i] = false;
+			w->task->bytes += PQgetlength(res, 0, i);
+		}
+	}
+	w->task->rows += 1;
+	MemoryContextSwitchTo(old);
+	return ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * wait_for_input
+ *		Sleep until a node sends something or an interrupt arrives, then read
+ *		what arrived.  The wait set is freed before any error can be thrown.
+ */
+static void
+wait_for_input(CjScanState *st)
+{
+	WaitEventSet *set;
+	WaitEvent  *events;
+	int			nevents;
+	int			i;
+	int			nbusy = 0;
+
+	for (i = 0; i < st->nworkers; i++)
+		if (st->workers[i].task)
+			nbusy++;
+	events = palloc(sizeof(WaitEvent) * (nbusy + 2));
+	set = CreateWaitEventSet(CurrentMemoryContext, nbusy + 2);
+	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	for (i = 0; i < st->nworkers; i++)
+	{
+		CjWorker   *w = &st->workers[i];
+
+		if (w->task)
+			AddWaitEventToSet(set, WL_SOCKET_READABLE,
+							  PQsocket(cj_conn_pgconn(w->conn)), NULL, w);
+	}
+	nevents = WaitEventSetWait(set, -1, events, nbusy + 2, PG_WAIT_EXTENSION);
+	FreeWaitEventSet(set);
+
+	for (i = 0; i < nevents; i++)
+	{
+		if (events[i].events & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+	}
+	CHECK_FOR_INTERRUPTS();
+	for (i = 0; i < nevents; i++)
+	{
+		CjWorker   *w = (CjWorker *) events[i].user_data;
+
+		if (w == NULL || !(events[i].events & WL_SOCKET_READABLE) || !w->task)
+			continue;
+		if (!PQconsumeInput(cj_conn_pgconn(w->conn)))
+			cj_report_remote_error(ERROR, w->conn, NULL, task_context(w->task));
+	}
+	pfree(events);
+}
+
+/*
+ * next_row
+ *		The access method of ExecScan: a row from whichever node has one,
+ *		staying with the same connection while it has rows buffered.
+ */
+static TupleTableSlot *
+next_row(ScanState *ss)
+{
+	CjScanState *st = (CjScanState *) ss;
+
+	if (!st->started)
+		start_scan(st);
+
+	for (;;)
+	{
+		int			nbusy = 0;
+		int			k;
+
+		for (k = 0; k < st->nworkers; k++)
+		{
+			int			idx = (st->current + k) % st->nworkers;
+			CjWorker   *w = &st->workers[idx];
+			PGconn	   *pg;
+
+			while (w->task != NULL)
+			{
+				PGresult   *res;
+
+				pg = cj_conn_pgconn(w->conn);
+				if (PQisBusy(pg))
+				{
+					nbusy++;
+					break;
+				}
+				res = PQgetResult(pg);
+				if (res == NULL)
+				{
+					CjExecTask *next;
+
+					finish_task(st, w);
+					next = next_task_for(st, w->serverid);
+					if (next)
+						send_task(st, w, next);
+					continue;
+				}
+				switch (PQresultStatus(res))
+				{
+					case PGRES_SINGLE_TUPLE:
+						{
+							TupleTableSlot *slot;
+
+							PG_TRY();
+							{
+								slot = store_row(st, w, res);
+							}
+							PG_FINALLY();
+							{
+								PQclear(res);
+							}
+							PG_END_TRY();
+							st->current = idx;
+							return slot;
+						}
+					case PGRES_TUPLES_OK:
+						PQclear(res);
+						break;
+					default:
+						PG_TRY();
+						{
+							cj_report_remote_error(ERROR, w->conn, res,
+												   task_context(w->task));
+						}
+						PG_FINALLY();
+						{
+							PQclear(res);
+						}
+						PG_END_TRY();
+						break;
+				}
+			}
+		}
+		if (nbusy == 0)
+		{
+			int			i;
+
+			/* every connection is idle: is any task left anywhere? */
+			for (i = 0; i < st->ntasks; i++)
+				if (!st->tasks[i].taken)
+					break;
+			if (i == st->ntasks)
+				return ExecClearTuple(ss->ss_ScanTupleSlot);
+			continue;
+		}
+		wait_for_input(st);
+	}
+}
+
+static bool
+recheck_row(ScanState *ss, TupleTableSlot *slot)
+{
+	return true;
+}
+
+static TupleTableSlot *
+cj_exec_scan(CustomScanState *node)
+{
+	return ExecScan(&node->ss, next_row, recheck_row);
+}
+
+/*
+ * stop_workers
+ *		Leave every connection idle: read and discard what a query still in
+ *		flight returns (the remote transaction stays usable, which a cancel
+ *		would not guarantee).
+ */
+static void
+stop_workers(CjScanState *st)
+{
+	int			i;
+
+	for (i = 0; i < st->nworkers; i++)
+	{
+		CjWorker   *w = &st->workers[i];
+		PGresult   *res;
+
+		if (w->task == NULL)
+			continue;
+		while ((res = cj_get_result(w->conn)) != NULL)
+			PQclear(res);
+		finish_task(st, w);
+	}
+}
+
+static void
+cj_end_scan(CustomScanState *node)
+{
+	CjScanState *st = (CjScanState *) node;
+
+	if (st->started)
+		stop_workers(st);
+}
+
+static void
+cj_rescan(CustomScanState *node)
+{
+	CjScanState *st = (CjScanState *) node;
+
+	if (st->started)
+		stop_workers(st);
+	st->started = false;
+}
+
+/*
+ * Remember that this transaction wrote through postgres_fdw to a foreign or
+ * partitioned table once the writing statement has run; from then on the
+ * planner leaves joins of shards to PostgreSQL, whose postgres_fdw scans
+ * share the writing connection.
+ */
+static void
+note_writes(QueryDesc *queryDesc)
+{
+	PlannedStmt *stmt = queryDesc->plannedstmt;
+	ListCell   *lc;
+
+	if (stmt->commandType == CMD_SELECT && !stmt->hasModifyingCTE)
+		return;
+	foreach(lc, stmt->resultRelations)
+	{
+		RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
+
+		if (rte->relkind == RELKIND_FOREIGN_TABLE ||
+			rte->relkind == RELKIND_PARTITIONED_TABLE)
+			xact_wrote_to_shards = true;
+	}
+}
+
+static void
+cj_executor_finish(QueryDesc *queryDesc)
+{
+	if (prev_executor_finish)
+		prev_executor_finish(queryDesc);
+	else
+		standard_ExecutorFinish(queryDesc);
+	note_writes(queryDesc);
+}
+
+static void
+cj_process_utility(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+
+	/* COPY FROM routes rows to foreign partitions without the executor hooks */
+	if (IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from &&
+		((CopyStmt *) parsetree)->relation != NULL)
+	{
+		Oid			relid = RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
+											 NoLock, true);
+		char		relkind = OidIsValid(relid) ? get_rel_relkind(relid) : 0;
+
+		if (relkind == RELKIND_FOREIGN_TABLE ||
+			relkind == RELKIND_PARTITIONED_TABLE)
+			xact_wrote_to_shards = true;
+	}
+	else if (IsA(parsetree, TruncateStmt))
+		xact_wrote_to_shards = true;
+}
+
+static void
+reset_write_tracking(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT ||
+		event == XACT_EVENT_PARALLEL_ABORT || event == XACT_EVENT_PREPARE)
+		xact_wrote_to_shards = false;
+}
 
 void
 cj_executor_init(void)
 {
+	prev_executor_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = cj_executor_finish;
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = cj_process_utility;
+	RegisterXactCallback(reset_write_tracking, NULL);
 }

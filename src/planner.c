@@ -1,8 +1,1835 @@
-/* planner.c: placeholder, being written */
+/*-------------------------------------------------------------------------
+ *
+ * planner.c
+ *	  The planner side of colocated joins: a set_join_pathlist_hook that
+ *	  recognises joins of sharded tables that are colocated by every rule of
+ *	  DESIGN §2, adds a CustomPath for the whole join, and turns the chosen
+ *	  path into a CustomScan holding one task (node, remote SQL) per
+ *	  partition class.
+ *
+ *	  It never talks to a node: everything the executor needs is put in the
+ *	  plan.  Metadata comes from metadata.c, the class and placement rules
+ *	  from colocation.c, expression SQL from deparse.c.
+ *
+ *-------------------------------------------------------------------------
+ */
 #include "postgres.h"
+
+#include "access/sysattr.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/planmain.h"
+#include "optimizer/planner.h"
+#include "optimizer/restrictinfo.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/ruleutils.h"
+#include "utils/syscache.h"
+#include "catalog/pg_opfamily.h"
+
 #include "colojoin.h"
+#include "colocation.h"
+#include "deparse.h"
+#include "hints.h"
+#include "metadata.h"
+#include "planner.h"
+
+/* A sharded table taking part in a join */
+typedef struct CjBaseRel
+{
+	Index		rtindex;
+	Oid			relid;
+	CjTable    *table;
+	char	   *alias;			/* the query's name for it, for messages */
+	Oid			checkasuser;
+	bool	   *class_live;		/* per class of the table: survived pruning */
+	bool	  **leaf_live;		/* per class, per leaf */
+	List	   *quals;			/* its restriction clauses (Expr) */
+	List	   *remote_quals;	/* those that run on the node */
+	bool		filter_in_derived;	/* quals go into a derived table */
+} CjBaseRel;
+
+/* The join tree of a colocated group, as it will be written in SQL */
+typedef struct CjJoinTree
+{
+	bool		is_base;
+	int			base;			/* index into CjJoinGroup.rels when is_base */
+	JoinType	jointype;		/* INNER, LEFT, FULL, SEMI or ANTI */
+	struct CjJoinTree *outer;
+	struct CjJoinTree *inner;
+	List	   *joinquals;		/* Expr: the join's own condition */
+	List	   *otherquals;		/* Expr: applied above an outer join */
+	List	   *remote_joinquals;	/* set by the shippability pass */
+	List	   *remote_otherquals;
+} CjJoinTree;
+
+/* One task of a group: a partition class and the node that runs it */
+typedef struct CjTask
+{
+	int			cls;
+	Oid			serverid;
+} CjTask;
+
+/*
+ * What we know about a join relation (or a single sharded table) that
+ * colojoin can run as one remote query per partition class.
+ */
+typedef struct CjJoinGroup
+{
+	RelOptInfo *rel;
+	List	   *rels;			/* CjBaseRel * */
+	CjJoinTree *tree;
+	char	   *keys_text;		/* "o.o_orderkey = l.l_orderkey" */
+	CjClassSpace *space;
+	List	   *tasks;			/* CjTask * */
+	int			npruned;
+	int			nempty;
+	List	   *local_quals;	/* Expr run on the coordinator */
+	Oid			userid;
+	bool		trust_placement;	/* joinOptions(is_colocated_by_join_keys) */
+	List	   *hints_used;		/* CjHint * this group follows */
+} CjJoinGroup;
+
+/* Join relations examined during one planner() call */
+typedef struct CjJoinAttempt
+{
+	RelOptInfo *joinrel;
+	CjJoinGroup *group;			/* NULL while every attempt failed */
+	List	   *reasons;		/* why the failed attempts failed */
+	char	   *names;			/* its tables, for the decision log */
+} CjJoinAttempt;
+
+static List *cj_attempts = NIL;
+
+/* the hints of the statement being planned */
+static CjHintSet *cj_hints = NULL;
+
+static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
+static planner_hook_type prev_planner_hook = NULL;
+
+static Plan *cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
+								 CustomPath *best_path, List *tlist,
+								 List *clauses, List *custom_plans);
+
+static CustomPathMethods cj_path_methods = {
+	.CustomName = COLOJOIN_CUSTOM_SCAN_NAME,
+	.PlanCustomPath = cj_plan_custom_path,
+};
+
+CustomScanMethods cj_scan_methods = {
+	.CustomName = COLOJOIN_CUSTOM_SCAN_NAME,
+	.CreateCustomScanState = cj_create_scan_state,
+};
+
+/* The filter scope the shippability pass and the deparser agree on */
+typedef enum CjScopeKind
+{
+	CJ_SCOPE_NONE,				/* no place for a filter (side of FULL JOIN) */
+	CJ_SCOPE_TOP,				/* the query's WHERE: local filters allowed */
+	CJ_SCOPE_NESTED				/* an ON clause or EXISTS subquery's WHERE */
+} CjScopeKind;
+
+static CjJoinAttempt *
+find_attempt(RelOptInfo *joinrel)
+{
+	ListCell   *lc;
+
+	foreach(lc, cj_attempts)
+	{
+		CjJoinAttempt *a = (CjJoinAttempt *) lfirst(lc);
+
+		if (a->joinrel == joinrel)
+			return a;
+	}
+	return NULL;
+}
+
+static CjJoinAttempt *
+get_attempt(RelOptInfo *joinrel)
+{
+	CjJoinAttempt *a = find_attempt(joinrel);
+
+	if (a == NULL)
+	{
+		a = palloc0(sizeof(CjJoinAttempt));
+		a->joinrel = joinrel;
+		cj_attempts = lappend(cj_attempts, a);
+	}
+	return a;
+}
+
+/*
+ * is_sharded_baserel
+ *		Cheap test: a base relation scanning a partitioned table with its
+ *		partitions (not ONLY).
+ */
+static bool
+is_sharded_baserel(PlannerInfo *root, RelOptInfo *rel)
+{
+	RangeTblEntry *rte;
+
+	if (rel->reloptkind != RELOPT_BASEREL || rel->rtekind != RTE_RELATION)
+		return false;
+	rte = planner_rt_fetch(rel->relid, root);
+	return rte->relkind == RELKIND_PARTITIONED_TABLE && rte->inh;
+}
+
+/*
+ * mark_live_leaves
+ *		Record the leaves below a surviving partition, descending into
+ *		sub-partitioned partitions, skipping what pruning removed.
+ */
+static bool
+mark_live_leaves(PlannerInfo *root, CjBaseRel *br, RelOptInfo *child)
+{
+	RangeTblEntry *crte = planner_rt_fetch(child->relid, root);
+
+	if (IS_DUMMY_REL(child))
+		return true;
+	if (crte->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		int			i = -1;
+
+		while ((i = bms_next_member(child->live_parts, i)) >= 0)
+		{
+			if (child->part_rels[i] == NULL)
+				continue;
+			if (!mark_live_leaves(root, br, child->part_rels[i]))
+				return false;
+		}
+	}
+	else
+	{
+		int			leafindex;
+		int			cls = cj_class_of_leaf(br->table, crte->relid, &leafindex);
+
+		if (cls < 0)
+			return false;		/* metadata does not know this leaf */
+		br->class_live[cls] = true;
+		br->leaf_live[cls][leafindex] = true;
+	}
+	return true;
+}
+
+/*
+ * make_base_rel
+ *		Describe a sharded table of the query, or return NULL (with a
+ *		reason) when colojoin cannot take it.
+ */
+static CjBaseRel *
+make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
+{
+	RangeTblEntry *rte;
+	CjTable    *table;
+	CjBaseRel  *br;
+	ListCell   *lc;
+	int			i;
+
+	/*
+	 * A table pruned to nothing is still a member: it behaves as an empty
+	 * relation in every class (an outer join keeps the other side's rows).
+	 */
+	if (!is_sharded_baserel(root, rel))
+		return NULL;
+	rte = planner_rt_fetch(rel->relid, root);
+	table = cj_get_table(rte->relid);
+	if (table == NULL || table->nclasses == 0)
+		return NULL;
+
+	br = palloc0(sizeof(CjBaseRel));
+	br->rtindex = rel->relid;
+	br->relid = rte->relid;
+	br->table = table;
+	br->alias = rte->eref->aliasname;
+	br->checkasuser = rte->checkAsUser;
+	br->class_live = palloc0(sizeof(bool) * table->nclasses);
+	br->leaf_live = palloc0(sizeof(bool *) * table->nclasses);
+	for (i = 0; i < table->nclasses; i++)
+		br->leaf_live[i] = palloc0(sizeof(bool) * Max(table->classes[i].nleaves, 1));
+
+	i = -1;
+	while (!IS_DUMMY_REL(rel) &&
+		   (i = bms_next_member(rel->live_parts, i)) >= 0)
+	{
+		if (rel->part_rels == NULL || rel->part_rels[i] == NULL)
+			continue;
+		if (!mark_live_leaves(root, br, rel->part_rels[i]))
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("the partitions of %s changed while planning", br->alias));
+			return NULL;
+		}
+	}
+
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("%s has a condition that does not depend on its rows", br->alias));
+			return NULL;
+		}
+		br->quals = lappend(br->quals, rinfo->clause);
+	}
+	return br;
+}
+
+/*
+ * group_for_rel
+ *		The colocated group a join input stands for: a sharded table on its
+ *		own, or a join relation colojoin already accepted.
+ */
+static CjJoinGroup *
+group_for_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
+{
+	if (rel->reloptkind == RELOPT_BASEREL)
+	{
+		CjBaseRel  *br = make_base_rel(root, rel, reasons);
+		CjJoinGroup *g;
+		CjJoinTree *t;
+
+		if (br == NULL)
+			return NULL;
+		t = palloc0(sizeof(CjJoinTree));
+		t->is_base = true;
+		t->base = 0;
+		g = palloc0(sizeof(CjJoinGroup));
+		g->rel = rel;
+		g->rels = list_make1(br);
+		g->tree = t;
+		return g;
+	}
+	else
+	{
+		CjJoinAttempt *a = find_attempt(rel);
+
+		return a ? a->group : NULL;
+	}
+}
+
+/* the key column p of br as a Var exactly like the planner's own */
+static Var *
+key_var(CjBaseRel *br, int p)
+{
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
+	AttrNumber	attno = br->table->partattrs[p];
+
+	get_atttypetypmodcoll(br->relid, attno, &typid, &typmod, &collid);
+	return makeVar(br->rtindex, attno, typid, typmod, collid, 0);
+}
+
+static char *
+key_name(CjBaseRel *br, int p)
+{
+	return psprintf("%s.%s", quote_identifier(br->alias),
+					quote_identifier(get_attname(br->relid, br->table->partattrs[p], false)));
+}
+
+static bool
+is_var_of(Node *node, Var *var)
+{
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node && IsA(node, Var) &&
+		((Var *) node)->varno == var->varno &&
+		((Var *) node)->varattno == var->varattno &&
+		((Var *) node)->varlevelsup == 0;
+}
+
+static Oid
+opfamily_method(Oid opfamily)
+{
+	HeapTuple	tup = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(opfamily));
+	Oid			method;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator family %u", opfamily);
+	method = ((Form_pg_opfamily) GETSTRUCT(tup))->opfmethod;
+	ReleaseSysCache(tup);
+	return method;
+}
+
+/* the members of a that are also in b, in a's order */
+static List *
+intersect_oids(List *a, List *b)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, a)
+	{
+		if (list_member_oid(b, lfirst_oid(lc)))
+			result = lappend_oid(result, lfirst_oid(lc));
+	}
+	return result;
+}
+
+/*
+ * clause_equates
+ *		Whether one of clauses is "a = b" (either order) with an equality
+ *		operator of the partition key's operator family, so that equal
+ *		values partition alike.
+ */
+static bool
+clause_equates(List *clauses, Var *a, Var *b, Oid opfamily)
+{
+	ListCell   *lc;
+
+	foreach(lc, clauses)
+	{
+		Node	   *clause = (Node *) lfirst(lc);
+		OpExpr	   *op;
+		Node	   *l,
+				   *r;
+		int			strategy;
+
+		if (!IsA(clause, OpExpr))
+			continue;
+		op = (OpExpr *) clause;
+		if (list_length(op->args) != 2)
+			continue;
+		l = linitial(op->args);
+		r = lsecond(op->args);
+		if (!((is_var_of(l, a) && is_var_of(r, b)) ||
+			  (is_var_of(l, b) && is_var_of(r, a))))
+			continue;
+		strategy = get_op_opfamily_strategy(op->opno, opfamily);
+		/* btree and hash both number equality 3 and 1 respectively */
+		if (strategy == 0)
+			continue;
+		if (opfamily_method(opfamily) == BTREE_AM_OID ?
+			strategy == BTEqualStrategyNumber :
+			strategy == HTEqualStrategyNumber)
+			return true;
+	}
+	return false;
+}
+
+/* can a class produce rows, given which tables have live rows in it? */
+static bool
+tree_produces(CjJoinTree *t, const bool *present)
+{
+	if (t->is_base)
+		return present[t->base];
+	switch (t->jointype)
+	{
+		case JOIN_INNER:
+		case JOIN_SEMI:
+			return tree_produces(t->outer, present) && tree_produces(t->inner, present);
+		case JOIN_LEFT:
+		case JOIN_ANTI:
+			return tree_produces(t->outer, present);
+		case JOIN_FULL:
+			return tree_produces(t->outer, present) || tree_produces(t->inner, present);
+		default:
+			return false;
+	}
+}
+
+static CjJoinTree *
+shift_tree(CjJoinTree *t, int offset)
+{
+	CjJoinTree *c = palloc(sizeof(CjJoinTree));
+
+	memcpy(c, t, sizeof(CjJoinTree));
+	if (c->is_base)
+		c->base += offset;
+	else
+	{
+		c->outer = shift_tree(t->outer, offset);
+		c->inner = shift_tree(t->inner, offset);
+	}
+	return c;
+}
+
+/*
+ * assign_tasks
+ *		Decide which classes run and where: a class runs when the join can
+ *		produce rows from it, on a node that holds the live leaves of that
+ *		class of every table that has them; tasks are spread over the nodes
+ *		that qualify.
+ */
+static bool
+assign_tasks(CjJoinGroup *g, List **reasons)
+{
+	int			nt = list_length(g->rels);
+	bool	   *present = palloc(sizeof(bool) * nt);
+	List	   *load_nodes = NIL;
+	List	   *load_counts = NIL;
+	int			c;
+
+	for (c = 0; c < g->space->nclasses; c++)
+	{
+		List	   *nodes = NIL;
+		bool		any_member = false;
+		bool		any_live = false;
+		bool		first = true;
+		int			t;
+		Oid			best = InvalidOid;
+		int			bestcount = -1;
+		ListCell   *lc;
+		CjTask	   *task;
+
+		for (t = 0; t < nt; t++)
+		{
+			CjBaseRel  *br = list_nth(g->rels, t);
+			int			m = CJ_MEMBER(g->space, c, t);
+
+			present[t] = (m >= 0 && br->class_live[m]);
+			any_member |= (m >= 0);
+			any_live |= present[t];
+		}
+		if (!tree_produces(g->tree, present))
+		{
+			if (any_live)
+				g->nempty++;
+			else
+				g->npruned++;
+			continue;
+		}
+		(void) any_member;
+
+		for (t = 0; t < nt; t++)
+		{
+			CjBaseRel  *br = list_nth(g->rels, t);
+			int			m = CJ_MEMBER(g->space, c, t);
+			CjClass    *cls;
+			List	   *here;
+			int			l;
+
+			if (!present[t])
+				continue;
+			cls = &br->table->classes[m];
+			for (l = 0; l < cls->nleaves; l++)
+			{
+				if (br->leaf_live[m][l] && !cls->leaves[l].is_foreign)
+				{
+					*reasons = lappend(*reasons,
+									   psprintf("partition %s of %s is not a postgres_fdw foreign table",
+												get_rel_name(cls->leaves[l].relid), br->alias));
+					return false;
+				}
+			}
+			here = cj_common_nodes(cls, br->leaf_live[m]);
+			if (first)
+				nodes = here;
+			else
+				nodes = intersect_oids(nodes, here);
+			first = false;
+			if (nodes == NIL)
+				break;
+		}
+		if (nodes == NIL && g->trust_placement)
+		{
+			/*
+			 * The user vouches that equal classes sit together (servers of
+			 * different names reaching one node, say): run where the first
+			 * table's class is.
+			 */
+			for (t = 0; t < nt && nodes == NIL; t++)
+			{
+				CjBaseRel  *br = list_nth(g->rels, t);
+				int			m = CJ_MEMBER(g->space, c, t);
+
+				if (present[t])
+					nodes = cj_common_nodes(&br->table->classes[m], br->leaf_live[m]);
+			}
+		}
+		if (nodes == NIL)
+		{
+			StringInfoData where;
+
+			initStringInfo(&where);
+			for (t = 0; t < nt; t++)
+			{
+				CjBaseRel  *br = list_nth(g->rels, t);
+				int			m = CJ_MEMBER(g->space, c, t);
+				List	   *here;
+				ListCell   *lc2;
+
+				if (!present[t])
+					continue;
+				here = cj_common_nodes(&br->table->classes[m], br->leaf_live[m]);
+				appendStringInfo(&where, "%s%s on ", where.len ? ", " : "",
+								 br->alias);
+				if (here == NIL)
+					appendStringInfoString(&where, "several nodes");
+				foreach(lc2, here)
+					appendStringInfo(&where, "%s%s", lc2 == list_head(here) ? "" : "/",
+									 cj_node_name(lfirst_oid(lc2)));
+			}
+			*reasons = lappend(*reasons,
+							   psprintf("no node holds partition class %s of every table (%s)",
+										cj_class_label(g->space, c), where.data));
+			return false;
+		}
+
+		/* spread: the qualifying node with the fewest tasks so far */
+		foreach(lc, nodes)
+		{
+			Oid			node = lfirst_oid(lc);
+			int			count = 0;
+			ListCell   *ln,
+					   *lcnt;
+
+			forboth(ln, load_nodes, lcnt, load_counts)
+			{
+				if (lfirst_oid(ln) == node)
+					count = lfirst_int(lcnt);
+			}
+			if (bestcount < 0 || count < bestcount)
+			{
+				best = node;
+				bestcount = count;
+			}
+		}
+		{
+			ListCell   *ln,
+					   *lcnt;
+			bool		found = false;
+
+			forboth(ln, load_nodes, lcnt, load_counts)
+			{
+				if (lfirst_oid(ln) == best)
+				{
+					lfirst_int(lcnt)++;
+					found = true;
+				}
+			}
+			if (!found)
+			{
+				load_nodes = lappend_oid(load_nodes, best);
+				load_counts = lappend_int(load_counts, 1);
+			}
+		}
+		task = palloc(sizeof(CjTask));
+		task->cls = c;
+		task->serverid = best;
+		g->tasks = lappend(g->tasks, task);
+	}
+	return true;
+}
+
+/*
+ * check_shippable
+ *		Split every condition of the tree into what runs on the nodes and
+ *		what the coordinator must run, following the scope rules the
+ *		deparser uses (see deparse_tree).  Fails when a condition cannot run
+ *		remotely and has no safe place on the coordinator either (inside an
+ *		outer join's nullable side, say).
+ */
+static bool
+check_shippable(PlannerInfo *root, CjJoinGroup *g, CjJoinTree *t,
+				CjScopeKind scope, List **reasons)
+{
+	ListCell   *lc;
+
+	if (t->is_base)
+	{
+		CjBaseRel  *br = list_nth(g->rels, t->base);
+
+		br->remote_quals = NIL;
+		br->filter_in_derived = (scope == CJ_SCOPE_NONE);
+		foreach(lc, br->quals)
+		{
+			Expr	   *q = (Expr *) lfirst(lc);
+
+			if (cj_is_shippable(root, q, NULL))
+				br->remote_quals = lappend(br->remote_quals, q);
+			else if (scope == CJ_SCOPE_TOP)
+				g->local_quals = lappend(g->local_quals, q);
+			else
+			{
+				*reasons = lappend(*reasons,
+								   psprintf("a condition on %s cannot run on the nodes and %s is on the nullable side of an outer join",
+											br->alias, br->alias));
+				return false;
+			}
+		}
+		return true;
+	}
+
+	t->remote_joinquals = NIL;
+	t->remote_otherquals = NIL;
+	foreach(lc, t->joinquals)
+	{
+		Expr	   *q = (Expr *) lfirst(lc);
+
+		if (cj_is_shippable(root, q, NULL))
+			t->remote_joinquals = lappend(t->remote_joinquals, q);
+		else if (t->jointype == JOIN_INNER && scope == CJ_SCOPE_TOP)
+			g->local_quals = lappend(g->local_quals, q);
+		else
+		{
+			*reasons = lappend(*reasons,
+							   pstrdup("a join condition cannot run on the nodes"));
+			return false;
+		}
+	}
+	foreach(lc, t->otherquals)
+	{
+		Expr	   *q = (Expr *) lfirst(lc);
+
+		if (scope != CJ_SCOPE_NONE && cj_is_shippable(root, q, NULL))
+			t->remote_otherquals = lappend(t->remote_otherquals, q);
+		else if (scope == CJ_SCOPE_TOP)
+			g->local_quals = lappend(g->local_quals, q);
+		else
+		{
+			*reasons = lappend(*reasons,
+							   pstrdup("a condition above an outer join has no place in the remote query"));
+			return false;
+		}
+	}
+
+	switch (t->jointype)
+	{
+		case JOIN_INNER:
+			{
+				/* an inner join's ON clause can hold its inputs' filters */
+				CjScopeKind child = (scope == CJ_SCOPE_NONE) ? CJ_SCOPE_NESTED : scope;
+
+				return check_shippable(root, g, t->outer, child, reasons) &&
+					check_shippable(root, g, t->inner, child, reasons);
+			}
+		case JOIN_LEFT:
+			return check_shippable(root, g, t->outer, scope, reasons) &&
+				check_shippable(root, g, t->inner, CJ_SCOPE_NESTED, reasons);
+		case JOIN_FULL:
+			return check_shippable(root, g, t->outer, CJ_SCOPE_NONE, reasons) &&
+				check_shippable(root, g, t->inner, CJ_SCOPE_NONE, reasons);
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			if (scope == CJ_SCOPE_NONE)
+			{
+				*reasons = lappend(*reasons,
+								   pstrdup("a semi or anti join directly below a full join"));
+				return false;
+			}
+			return check_shippable(root, g, t->outer, scope, reasons) &&
+				check_shippable(root, g, t->inner, CJ_SCOPE_NESTED, reasons);
+		default:
+			return false;
+	}
+}
+
+/*
+ * check_target
+ *		Every column the join must return has to be a plain column of one of
+ *		the joined tables.
+ */
+static bool
+check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons)
+{
+	ListCell   *lc;
+
+	foreach(lc, joinrel->reltarget->exprs)
+	{
+		Node	   *e = (Node *) lfirst(lc);
+
+		if (!IsA(e, Var) || ((Var *) e)->varattno <= 0)
+		{
+			*reasons = lappend(*reasons,
+							   pstrdup("the join must return a whole-row, system column or placeholder value"));
+			return false;
+		}
+	}
+	return true;
+}
+
+static void
+describe_keys(CjJoinGroup *g)
+{
+	CjBaseRel  *first = linitial(g->rels);
+	StringInfoData buf;
+	int			p;
+
+	initStringInfo(&buf);
+	for (p = 0; p < first->table->partnatts; p++)
+	{
+		ListCell   *lc;
+
+		if (p > 0)
+			appendStringInfoString(&buf, ", ");
+		foreach(lc, g->rels)
+		{
+			if (lc != list_head(g->rels))
+				appendStringInfoString(&buf, " = ");
+			appendStringInfoString(&buf, key_name(lfirst(lc), p));
+		}
+	}
+	g->keys_text = buf.data;
+}
+
+/*
+ * try_colocated_join
+ *		The colocated group for joinrel built from outerrel and innerrel, or
+ *		NULL with reasons.
+ */
+static CjJoinGroup *
+try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
+				   RelOptInfo *outerrel, RelOptInfo *innerrel,
+				   JoinType jointype, JoinPathExtraData *extra,
+				   List **reasons)
+{
+	CjJoinGroup *og,
+			   *ig,
+			   *g;
+	CjJoinTree *t;
+	CjBaseRel  *first;
+	List	   *tables = NIL;
+	List	   *joinquals = NIL;
+	List	   *otherquals = NIL;
+	ListCell   *lc;
+	int			p;
+	int			nouter;
+
+	if (jointype == JOIN_RIGHT)
+	{
+		RelOptInfo *tmp = outerrel;
+
+		outerrel = innerrel;
+		innerrel = tmp;
+		jointype = JOIN_LEFT;
+	}
+	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
+		jointype != JOIN_FULL && jointype != JOIN_SEMI &&
+		jointype != JOIN_ANTI)
+		return NULL;			/* unique-ified variants: another call covers it */
+
+	og = group_for_rel(root, outerrel, reasons);
+	ig = group_for_rel(root, innerrel, reasons);
+	if (og == NULL || ig == NULL)
+		return NULL;
+
+	foreach(lc, extra->restrictlist)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant)
+		{
+			*reasons = lappend(*reasons,
+							   pstrdup("the join has a condition that does not depend on its rows"));
+			return NULL;
+		}
+	}
+	if (jointype == JOIN_INNER || jointype == JOIN_SEMI)
+	{
+		foreach(lc, extra->restrictlist)
+			joinquals = lappend(joinquals, lfirst_node(RestrictInfo, lc)->clause);
+	}
+	else
+		extract_actual_join_clauses(extra->restrictlist, joinrel->relids,
+									&joinquals, &otherquals);
+
+	g = palloc0(sizeof(CjJoinGroup));
+	g->rel = joinrel;
+	g->rels = list_concat(list_copy(og->rels), ig->rels);
+	nouter = list_length(og->rels);
+
+	/* DESIGN §2 rule 2: the partition schemes agree */
+	first = linitial(g->rels);
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br != first && !cj_schemes_compatible(first->table, br->table, reasons))
+			return NULL;
+		tables = lappend(tables, br->table);
+	}
+
+	/*
+	 * Rule 4: every key column of the inner side is equated with the same
+	 * key column of some table of the outer side.  For inner and semi joins
+	 * an equivalence class proves it too (it also covers "a.k = b.k AND a.k
+	 * = 5", where the planner keeps no join clause); outer joins need the
+	 * equality in their own ON clause.
+	 */
+	for (p = 0; p < first->table->partnatts; p++)
+	{
+		bool		found = false;
+		ListCell   *lo,
+				   *li;
+
+		if (first->table->partattrs[p] == 0)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("%s is partitioned on an expression", first->alias));
+			return NULL;
+		}
+		foreach(lo, og->rels)
+		{
+			CjBaseRel  *o = lfirst(lo);
+			Var		   *ov = key_var(o, p);
+
+			foreach(li, ig->rels)
+			{
+				CjBaseRel  *i = lfirst(li);
+				Var		   *iv = key_var(i, p);
+
+				if (clause_equates(joinquals, ov, iv, o->table->partopfamily[p]) ||
+					((jointype == JOIN_INNER || jointype == JOIN_SEMI) &&
+					 exprs_known_equal(root, (Node *) ov, (Node *) iv)))
+				{
+					found = true;
+					break;
+				}
+			}
+			if (found)
+				break;
+		}
+		if (!found)
+		{
+			CjBaseRel  *o = linitial(og->rels);
+			CjBaseRel  *i = linitial(ig->rels);
+
+			*reasons = lappend(*reasons,
+							   psprintf("the join does not equate partition key %s with %s%s",
+										key_name(o, p), key_name(i, p),
+										(jointype == JOIN_INNER || jointype == JOIN_SEMI) ? "" :
+										" in its ON clause"));
+			return NULL;
+		}
+	}
+
+	/* the join tree */
+	t = palloc0(sizeof(CjJoinTree));
+	t->jointype = jointype;
+	t->outer = og->tree;
+	t->inner = shift_tree(ig->tree, nouter);
+	t->joinquals = joinquals;
+	t->otherquals = otherquals;
+	g->tree = t;
+
+	/* rules 3 and 5: bounds and placement */
+	{
+		CjHint	   *trust = cj_hint_trust_colocation(cj_hints);
+
+		if (trust)
+		{
+			g->trust_placement = true;
+			g->hints_used = lappend(g->hints_used, trust);
+		}
+	}
+	g->space = cj_build_class_space(tables, reasons);
+	if (g->space == NULL)
+		return NULL;
+	if (!assign_tasks(g, reasons))
+		return NULL;
+
+	/* every base relation's user must be the same to share connections */
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->checkasuser != first->checkasuser)
+		{
+			*reasons = lappend(*reasons,
+							   pstrdup("the tables are read as different users"));
+			return NULL;
+		}
+	}
+	g->userid = first->checkasuser;
+
+	g->local_quals = NIL;
+	if (!check_shippable(root, g, g->tree, CJ_SCOPE_TOP, reasons))
+		return NULL;
+	if (!check_target(g, joinrel, reasons))
+		return NULL;
+	describe_keys(g);
+	return g;
+}
+
+/*
+ * add_colocated_path
+ *		Cost the group honestly and offer it to the planner.
+ *
+ * The nodes work at once, so the remote scan and join cost is divided by
+ * the number of nodes; every result row crosses the network and is turned
+ * into a tuple here, which is what usually decides against pulling both
+ * inputs to the coordinator.
+ */
+static void
+add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
+				   bool forced)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+	double		input_rows = 0;
+	int			nnodes = 0;
+	List	   *nodes = NIL;
+	ListCell   *lc;
+	double		rows = joinrel->rows;
+	int			width = joinrel->reltarget->width;
+	Cost		startup;
+	Cost		remote;
+	Cost		transfer;
+	QualCost	local_cost;
+
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		input_rows += find_base_rel(root, br->rtindex)->rows;
+	}
+	foreach(lc, g->tasks)
+	{
+		CjTask	   *task = lfirst(lc);
+
+		if (!list_member_oid(nodes, task->serverid))
+			nodes = lappend_oid(nodes, task->serverid);
+	}
+	nnodes = Max(list_length(nodes), 1);
+
+	startup = 100.0 + 0.5 * list_length(g->tasks);
+	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
+			  rows * cpu_tuple_cost) / nnodes;
+	transfer = rows * (cpu_tuple_cost + width * 0.0001);
+	cost_qual_eval(&local_cost, g->local_quals, root);
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = joinrel;
+	cpath->path.pathtarget = joinrel->reltarget;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = false;
+	cpath->path.parallel_workers = 0;
+	cpath->path.rows = rows;
+	cpath->path.startup_cost = startup;
+	cpath->path.total_cost = startup + remote + transfer +
+		local_cost.startup + local_cost.per_tuple * rows;
+	if (forced)
+	{
+		/* a hint asked for it: nothing else may look cheaper */
+		cpath->path.startup_cost = 0;
+		cpath->path.total_cost = 0;
+	}
+	cpath->path.pathkeys = NIL;
+	/* ExecScan projects for us: no Result node on top */
+	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	cpath->custom_paths = NIL;
+	cpath->custom_private = NIL;
+	cpath->methods = &cj_path_methods;
+
+	add_path(joinrel, (Path *) cpath);
+}
+
+/* the names of a join relation's base relations, for the decision log */
+static char *
+joinrel_names(PlannerInfo *root, RelOptInfo *rel)
+{
+	StringInfoData buf;
+	int			i = -1;
+
+	initStringInfo(&buf);
+	while ((i = bms_next_member(rel->relids, i)) >= 0)
+	{
+		RangeTblEntry *rte;
+
+		if (i >= root->simple_rel_array_size || root->simple_rte_array[i] == NULL)
+			continue;
+		rte = root->simple_rte_array[i];
+		appendStringInfo(&buf, "%s%s", buf.len ? ", " : "",
+						 rte->eref ? rte->eref->aliasname : "?");
+	}
+	return buf.data;
+}
+
+/* does a hint name relation rti of the query, by alias or table name? */
+static bool
+rel_has_name(PlannerInfo *root, int rti, const char *name)
+{
+	RangeTblEntry *rte;
+
+	if (rti >= root->simple_rel_array_size || root->simple_rte_array[rti] == NULL)
+		return false;
+	rte = root->simple_rte_array[rti];
+	if (rte->eref && strcmp(rte->eref->aliasname, name) == 0)
+		return true;
+	if (rte->rtekind == RTE_RELATION)
+	{
+		char	   *relname = get_rel_name(rte->relid);
+
+		if (relname && strcmp(relname, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * hint_covers
+ *		Every relation the hint names is among relids; with exact, the hint
+ *		names exactly the relations of relids.
+ */
+static bool
+hint_covers(PlannerInfo *root, CjHint *hint, Relids relids, bool exact)
+{
+	ListCell   *lc;
+
+	foreach(lc, hint->names)
+	{
+		int			i = -1;
+		bool		found = false;
+
+		while ((i = bms_next_member(relids, i)) >= 0)
+		{
+			if (rel_has_name(root, i, lfirst(lc)))
+			{
+				found = true;
+				break;
+			}
+		}
+		if (!found)
+			return false;
+	}
+	return !exact || list_length(hint->names) == bms_num_members(relids);
+}
+
+/* the first valid hint of one of kinds covering relids */
+static CjHint *
+find_hint(PlannerInfo *root, Relids relids, bool exact, CjHintKind kind1,
+		  CjHintKind kind2)
+{
+	ListCell   *lc;
+
+	if (cj_hints == NULL)
+		return NULL;
+	foreach(lc, cj_hints->hints)
+	{
+		CjHint	   *h = lfirst(lc);
+
+		if (h->valid && (h->kind == kind1 || h->kind == kind2) &&
+			hint_covers(root, h, relids, exact))
+			return h;
+	}
+	return NULL;
+}
+
+static bool
+is_group_input(PlannerInfo *root, RelOptInfo *rel)
+{
+	CjJoinAttempt *a;
+
+	if (is_sharded_baserel(root, rel))
+		return true;
+	if (rel->reloptkind != RELOPT_JOINREL)
+		return false;
+	a = find_attempt(rel);
+	return a != NULL && a->group != NULL;
+}
+
+static void
+cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
+					  RelOptInfo *outerrel, RelOptInfo *innerrel,
+					  JoinType jointype, JoinPathExtraData *extra)
+{
+	CjJoinAttempt *attempt;
+	CjJoinGroup *group;
+	List	   *reasons = NIL;
+	bool		enabled = colojoin_enable && colojoin_enable_colocated_join;
+	CjHint	   *force = NULL;
+	CjHint	   *forbid;
+
+	if (prev_join_pathlist_hook)
+		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel,
+								jointype, extra);
+
+	if (!enabled && cj_hints == NULL)
+		return;
+	if (IS_OTHER_REL(joinrel))
+		return;
+
+	if (cj_hints != NULL)
+	{
+		force = find_hint(root, joinrel->relids, true,
+						  CJ_HINT_COLOCATED_JOIN, CJ_HINT_COLOCATED_JOIN);
+		forbid = find_hint(root, joinrel->relids, false,
+						   CJ_HINT_NO_COLOCATED_JOIN, CJ_HINT_LOCAL_JOIN);
+		if (forbid)
+		{
+			forbid->used = true;
+			return;
+		}
+	}
+	if (!enabled && force == NULL)
+		return;
+
+	/* cheap tests first: both inputs must be sharded tables or groups */
+	if (!is_group_input(root, outerrel) || !is_group_input(root, innerrel))
+	{
+		if (force)
+		{
+			RelOptInfo *bad = is_group_input(root, outerrel) ? innerrel : outerrel;
+
+			force->failures = list_append_unique(force->failures,
+												 makeString(psprintf("%s %s",
+																	 joinrel_names(root, bad),
+																	 bad->reloptkind == RELOPT_BASEREL ?
+																	 "is not a sharded table" :
+																	 "is not a colocated join itself")));
+		}
+		return;
+	}
+	if (joinrel->lateral_relids != NULL || !colojoin_is_active())
+		return;
+
+	attempt = get_attempt(joinrel);
+	if (attempt->group != NULL)
+		return;					/* this join already has its path */
+
+	if (cj_xact_wrote_to_shards())
+	{
+		if (attempt->names == NULL)
+			attempt->names = joinrel_names(root, joinrel);
+		attempt->reasons = list_append_unique(attempt->reasons,
+											  makeString(pstrdup("this transaction wrote to shards through postgres_fdw, whose writes colojoin's connections cannot see")));
+		if (force)
+			force->failures = list_append_unique(force->failures,
+												 llast(attempt->reasons));
+		return;
+	}
+
+	group = try_colocated_join(root, joinrel, outerrel, innerrel, jointype,
+							   extra, &reasons);
+	if (group == NULL)
+	{
+		ListCell   *lc;
+
+		if (attempt->names == NULL)
+			attempt->names = joinrel_names(root, joinrel);
+		foreach(lc, reasons)
+		{
+			attempt->reasons = list_append_unique(attempt->reasons,
+												  makeString(lfirst(lc)));
+			if (force)
+				force->failures = list_append_unique(force->failures,
+													 makeString(lfirst(lc)));
+		}
+		return;
+	}
+	attempt->group = group;
+	if (force)
+	{
+		force->used = true;
+		group->hints_used = lappend(group->hints_used, force);
+	}
+	add_colocated_path(root, joinrel, group, force != NULL);
+}
+
+/*
+ * A forcing hint that the planner could not follow is an error: running
+ * the query another way would silently ignore what the user asked for.
+ */
+static void
+check_forcing_hints(CjHintSet *hints)
+{
+	ListCell   *lc;
+
+	if (hints == NULL)
+		return;
+	foreach(lc, hints->hints)
+	{
+		CjHint	   *h = lfirst(lc);
+		StringInfoData buf;
+		ListCell   *lr;
+
+		if (!h->valid || h->used || h->kind != CJ_HINT_COLOCATED_JOIN)
+			continue;
+		initStringInfo(&buf);
+		foreach(lr, h->failures)
+			appendStringInfo(&buf, "%s%s", buf.len ? "; " : "", strVal(lfirst(lr)));
+		if (buf.len > 0)
+			buf.data[0] = pg_toupper((unsigned char) buf.data[0]);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("colojoin hint \"%s\" cannot be honoured", h->text),
+				 buf.len > 0 ?
+				 errdetail("%s.", buf.data) :
+				 errdetail("The relations it names are not joined to each other on their own in this query."),
+				 errhint("A colocated join needs sharded tables partitioned alike, joined on all their partition keys, with each partition class on one node; remove the hint to let the planner choose.")));
+	}
+}
+
+/*
+ * Report, once per join relation, why colojoin did not take it: only at the
+ * end of planning do we know that no way of building it succeeded.
+ */
+static void
+log_decisions(List *attempts)
+{
+	ListCell   *lc;
+
+	foreach(lc, attempts)
+	{
+		CjJoinAttempt *a = lfirst(lc);
+		StringInfoData buf;
+		ListCell   *lr;
+
+		if (a->group != NULL || a->reasons == NIL)
+			continue;
+		initStringInfo(&buf);
+		foreach(lr, a->reasons)
+			appendStringInfo(&buf, "%s%s", buf.len ? "; " : "", strVal(lfirst(lr)));
+		buf.data[0] = pg_toupper((unsigned char) buf.data[0]);
+		ereport(NOTICE,
+				(errmsg("colojoin: join of %s is not colocated",
+						a->names),
+				 errdetail("%s.", buf.data)));
+	}
+}
+
+static PlannedStmt *
+cj_planner(Query *parse, const char *query_string, int cursorOptions,
+		   ParamListInfo boundParams)
+{
+	List	   *saved = cj_attempts;
+	CjHintSet  *saved_hints = cj_hints;
+	PlannedStmt *result;
+
+	cj_attempts = NIL;
+	cj_hints = NULL;
+	PG_TRY();
+	{
+		if (query_string != NULL && strstr(query_string, "/*+") != NULL &&
+			colojoin_is_active())
+		{
+			const char *text = query_string;
+			int			len = -1;
+
+			if (parse->stmt_location > 0)
+				text += parse->stmt_location;
+			if (parse->stmt_len > 0)
+				len = parse->stmt_len;
+			cj_hints = cj_parse_hints(text, len, parse);
+		}
+		if (prev_planner_hook)
+			result = prev_planner_hook(parse, query_string, cursorOptions,
+									   boundParams);
+		else
+			result = standard_planner(parse, query_string, cursorOptions,
+									  boundParams);
+		check_forcing_hints(cj_hints);
+		if (colojoin_log_decisions)
+			log_decisions(cj_attempts);
+	}
+	PG_FINALLY();
+	{
+		cj_attempts = saved;
+		cj_hints = saved_hints;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+/* ----------------------------------------------------------------
+ *		From path to plan: the remote SQL of every task
+ * ----------------------------------------------------------------
+ */
+
+typedef struct CjSqlContext
+{
+	CjJoinGroup *g;
+	int			cls;			/* class being written */
+	Oid			serverid;		/* node it runs on */
+	CjDeparseContext dctx;
+} CjSqlContext;
+
+static CjBaseRel *
+base_for_varno(CjJoinGroup *g, Index varno)
+{
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->rtindex == varno)
+			return br;
+	}
+	return NULL;
+}
+
+static const char *
+name_var(Var *var, void *arg)
+{
+	CjJoinGroup *g = (CjJoinGroup *) arg;
+	CjBaseRel  *br = base_for_varno(g, var->varno);
+
+	if (br == NULL || var->varattno <= 0 || var->varlevelsup != 0)
+		return NULL;
+	return psprintf("r%u.%s", br->rtindex,
+					cj_quote_ident(get_attname(br->relid, var->varattno, false)));
+}
+
+static int
+list_index_of_base(CjJoinGroup *g, CjBaseRel *br)
+{
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+	{
+		if (lfirst(lc) == br)
+			return foreach_current_index(lc);
+	}
+	elog(ERROR, "colojoin: table not in its join group");
+	return -1;					/* keep compiler quiet */
+}
+
+/* items joined by sep, or empty_text when there are none */
+static void
+append_string_list(StringInfo buf, List *items, const char *sep,
+				   const char *empty_text)
+{
+	ListCell   *lc;
+
+	if (items == NIL)
+		appendStringInfoString(buf, empty_text);
+	foreach(lc, items)
+	{
+		if (lc != list_head(items))
+			appendStringInfoString(buf, sep);
+		appendStringInfoString(buf, (char *) lfirst(lc));
+	}
+}
+
+static void
+append_quals(StringInfo buf, List *quals, CjSqlContext *sc)
+{
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		if (lc != list_head(quals))
+			appendStringInfoString(buf, " AND ");
+		cj_deparse_expr(buf, (Expr *) lfirst(lc), &sc->dctx);
+	}
+}
+
+static char *
+quals_text(List *quals, CjSqlContext *sc)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	append_quals(&buf, quals, sc);
+	return buf.data;
+}
+
+/*
+ * leaf_select
+ *		"SELECT remote_col AS parent_col, ... FROM schema.table" for one leaf
+ *		placement, exposing the sharded table's column names.
+ */
+static void
+append_leaf_select(StringInfo buf, CjBaseRel *br, CjLeaf *leaf,
+				   CjPlacement *pl)
+{
+	Relation	rel = RelationIdGetRelation(br->relid);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			a;
+	bool		firstcol = true;
+
+	appendStringInfoString(buf, "SELECT ");
+	for (a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(buf, "%s%s AS %s", firstcol ? "" : ", ",
+						 cj_quote_ident(leaf->remote_colnames[a]),
+						 cj_quote_ident(NameStr(att->attname)));
+		firstcol = false;
+	}
+	if (firstcol)
+		appendStringInfoString(buf, "NULL");
+	appendStringInfo(buf, " FROM %s",
+					 cj_qualified_name(pl->remote_schema, pl->remote_table));
+	RelationClose(rel);
+}
+
+static bool
+leaf_names_match(CjBaseRel *br, CjLeaf *leaf)
+{
+	Relation	rel = RelationIdGetRelation(br->relid);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			a;
+	bool		match = true;
+
+	for (a = 0; a < desc->natts && match; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		if (a >= leaf->natts || leaf->remote_colnames[a] == NULL ||
+			strcmp(leaf->remote_colnames[a], NameStr(att->attname)) != 0)
+			match = false;
+	}
+	RelationClose(rel);
+	return match;
+}
+
+static CjPlacement *
+placement_on(CjLeaf *leaf, Oid serverid)
+{
+	int			i;
+
+	for (i = 0; i < leaf->nplacements; i++)
+		if (leaf->placements[i].serverid == serverid)
+			return &leaf->placements[i];
+	elog(ERROR, "colojoin: leaf %u has no placement on server %u",
+		 leaf->relid, serverid);
+	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * append_base_from
+ *		The FROM item of a sharded table for one class on one node: its leaf
+ *		there, a UNION ALL of its live leaves (multi-level partitioning), or
+ *		an empty relation when the table has no live leaf in the class.
+ */
+static void
+append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
+{
+	int			m = CJ_MEMBER(sc->g->space, sc->cls,
+							  list_index_of_base(sc->g, br));
+	CjClass    *cls = (m >= 0 && br->class_live[m]) ? &br->table->classes[m] : NULL;
+	int			nlive = 0;
+	int			l;
+
+	if (cls)
+		for (l = 0; l < cls->nleaves; l++)
+			nlive += br->leaf_live[m][l] ? 1 : 0;
+
+	if (nlive == 1)
+	{
+		for (l = 0; l < cls->nleaves; l++)
+		{
+			CjLeaf	   *leaf;
+			CjPlacement *pl;
+
+			if (!br->leaf_live[m][l])
+				continue;
+			leaf = &cls->leaves[l];
+			pl = placement_on(leaf, sc->serverid);
+			if (leaf_names_match(br, leaf))
+				appendStringInfoString(buf,
+									   cj_qualified_name(pl->remote_schema, pl->remote_table));
+			else
+			{
+				appendStringInfoChar(buf, '(');
+				append_leaf_select(buf, br, leaf, pl);
+				appendStringInfoChar(buf, ')');
+			}
+		}
+	}
+	else if (nlive > 1)
+	{
+		bool		firstleaf = true;
+
+		appendStringInfoChar(buf, '(');
+		for (l = 0; l < cls->nleaves; l++)
+		{
+			CjLeaf	   *leaf;
+
+			if (!br->leaf_live[m][l])
+				continue;
+			leaf = &cls->leaves[l];
+			if (!firstleaf)
+				appendStringInfoString(buf, " UNION ALL ");
+			append_leaf_select(buf, br, leaf, placement_on(leaf, sc->serverid));
+			firstleaf = false;
+		}
+		appendStringInfoChar(buf, ')');
+	}
+	else
+	{
+		/* no rows of this table in the class: an empty relation */
+		Relation	rel = RelationIdGetRelation(br->relid);
+		TupleDesc	desc = RelationGetDescr(rel);
+		int			a;
+		bool		firstcol = true;
+
+		appendStringInfoString(buf, "(SELECT ");
+		for (a = 0; a < desc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a);
+
+			if (att->attisdropped)
+				continue;
+			appendStringInfo(buf, "%sNULL::%s AS %s", firstcol ? "" : ", ",
+							 cj_type_name(att->atttypid, att->atttypmod),
+							 cj_quote_ident(NameStr(att->attname)));
+			firstcol = false;
+		}
+		if (firstcol)
+			appendStringInfoString(buf, "NULL");
+		appendStringInfoString(buf, " WHERE false)");
+		RelationClose(rel);
+	}
+	appendStringInfo(buf, " r%u", br->rtindex);
+}
+
+/*
+ * deparse_tree
+ *		The FROM item for a join tree node.  Filters of the node's inputs go
+ *		to *scope (the WHERE of the query or subquery, or an ON clause, where
+ *		they mean the same as below the join); with no scope (sides of a
+ *		FULL JOIN) a table's filters go into a derived table around it.
+ *		check_shippable applies the same rules to decide what is remote.
+ */
+static void
+deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
+{
+	if (t->is_base)
+	{
+		CjBaseRel  *br = list_nth(sc->g->rels, t->base);
+
+		if (br->remote_quals == NIL)
+			append_base_from(buf, br, sc);
+		else if (scope != NULL)
+		{
+			append_base_from(buf, br, sc);
+			*scope = lappend(*scope, quals_text(br->remote_quals, sc));
+		}
+		else
+		{
+			appendStringInfoString(buf, "(SELECT * FROM ");
+			append_base_from(buf, br, sc);
+			appendStringInfo(buf, " WHERE %s) r%u",
+							 quals_text(br->remote_quals, sc), br->rtindex);
+		}
+		return;
+	}
+
+	switch (t->jointype)
+	{
+		case JOIN_INNER:
+			{
+				List	   *on = NIL;
+				List	  **childscope = scope ? scope : &on;
+
+				appendStringInfoChar(buf, '(');
+				deparse_tree(buf, t->outer, childscope, sc);
+				appendStringInfoString(buf, " INNER JOIN ");
+				deparse_tree(buf, t->inner, childscope, sc);
+				if (t->remote_joinquals)
+					on = lappend(on, quals_text(t->remote_joinquals, sc));
+				appendStringInfoString(buf, " ON (");
+				append_string_list(buf, on, " AND ", "true");
+				appendStringInfoString(buf, "))");
+				break;
+			}
+		case JOIN_LEFT:
+		case JOIN_FULL:
+			{
+				List	   *on = NIL;
+
+				appendStringInfoChar(buf, '(');
+				deparse_tree(buf, t->outer,
+							 t->jointype == JOIN_LEFT ? scope : NULL, sc);
+				appendStringInfoString(buf, t->jointype == JOIN_LEFT ?
+									   " LEFT JOIN " : " FULL JOIN ");
+				deparse_tree(buf, t->inner,
+							 t->jointype == JOIN_LEFT ? &on : NULL, sc);
+				if (t->remote_joinquals)
+					on = lcons(quals_text(t->remote_joinquals, sc), on);
+				appendStringInfoString(buf, " ON (");
+				append_string_list(buf, on, " AND ", "true");
+				appendStringInfoString(buf, "))");
+				if (t->remote_otherquals)
+				{
+					Assert(scope != NULL);
+					*scope = lappend(*scope, quals_text(t->remote_otherquals, sc));
+				}
+				break;
+			}
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			{
+				List	   *where = NIL;
+				StringInfoData sub;
+
+				Assert(scope != NULL);
+				deparse_tree(buf, t->outer, scope, sc);
+				initStringInfo(&sub);
+				appendStringInfoString(&sub, t->jointype == JOIN_ANTI ?
+									   "NOT EXISTS (SELECT NULL FROM " :
+									   "EXISTS (SELECT NULL FROM ");
+				deparse_tree(&sub, t->inner, &where, sc);
+				if (t->remote_joinquals)
+					where = lappend(where, quals_text(t->remote_joinquals, sc));
+				if (where)
+				{
+					appendStringInfoString(&sub, " WHERE ");
+					append_string_list(&sub, where, " AND ", "true");
+				}
+				appendStringInfoChar(&sub, ')');
+				*scope = lappend(*scope, sub.data);
+				if (t->remote_otherquals)
+					*scope = lappend(*scope, quals_text(t->remote_otherquals, sc));
+				break;
+			}
+		default:
+			elog(ERROR, "colojoin: unexpected join type %d", (int) t->jointype);
+	}
+}
+
+static char *
+task_sql(CjJoinGroup *g, List *scan_vars, int cls, Oid serverid,
+		 CjSqlContext *sc)
+{
+	StringInfoData buf;
+	StringInfoData from;
+	List	   *where = NIL;
+	ListCell   *lc;
+
+	sc->cls = cls;
+	sc->serverid = serverid;
+
+	initStringInfo(&from);
+	deparse_tree(&from, g->tree, &where, sc);
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	if (scan_vars == NIL)
+		appendStringInfoString(&buf, "NULL");
+	foreach(lc, scan_vars)
+	{
+		if (lc != list_head(scan_vars))
+			appendStringInfoString(&buf, ", ");
+		cj_deparse_expr(&buf, (Expr *) lfirst(lc), &sc->dctx);
+	}
+	appendStringInfo(&buf, " FROM %s", from.data);
+	if (where)
+	{
+		appendStringInfoString(&buf, " WHERE ");
+		append_string_list(&buf, where, " AND ", "true");
+	}
+	return buf.data;
+}
+
+/*
+ * cj_plan_custom_path
+ *		The CustomScan of a chosen colocated path: its scan tuple holds the
+ *		columns the remote queries return; conditions that cannot run on the
+ *		nodes are its qual.
+ */
+static Plan *
+cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+					List *tlist, List *clauses, List *custom_plans)
+{
+	CjJoinAttempt *attempt = find_attempt(rel);
+	CjJoinGroup *g;
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *scan_vars = NIL;
+	List	   *scan_tlist = NIL;
+	List	   *tasks = NIL;
+	List	   *private;
+	CjSqlContext sc;
+	ListCell   *lc;
+	CjBaseRel  *first;
+	int			hash_modulus = -1;
+
+	if (attempt == NULL || attempt->group == NULL)
+		elog(ERROR, "colojoin: no plan information for a colocated join path");
+	g = attempt->group;
+	first = linitial(g->rels);
+
+	/* what the nodes must return: the join's output and the local filters */
+	/*
+	 * The path's own target, not rel->reltarget: by now the planner may have
+	 * replaced the latter with the final target list, expressions included.
+	 */
+	foreach(lc, pull_var_clause((Node *) best_path->path.pathtarget->exprs,
+								PVC_RECURSE_PLACEHOLDERS))
+		scan_vars = list_append_unique(scan_vars, lfirst(lc));
+	foreach(lc, pull_var_clause((Node *) g->local_quals, PVC_RECURSE_PLACEHOLDERS))
+		scan_vars = list_append_unique(scan_vars, lfirst(lc));
+	scan_tlist = add_to_flat_tlist(NIL, scan_vars);
+
+	memset(&sc, 0, sizeof(sc));
+	sc.g = g;
+	sc.dctx.var_name = name_var;
+	sc.dctx.var_arg = g;
+	sc.dctx.params = NIL;
+
+	if (first->table->strategy == PARTITION_STRATEGY_HASH)
+		hash_modulus = 0;
+	foreach(lc, g->tasks)
+	{
+		CjTask	   *task = lfirst(lc);
+		int			remainder = -1;
+		int			m = CJ_MEMBER(g->space, task->cls, 0);
+
+		List	   *t = NIL;
+
+		if (hash_modulus >= 0 && m >= 0)
+			remainder = first->table->classes[m].bound->remainder;
+
+		t = lappend(t, makeInteger(task->cls));
+		t = lappend(t, makeInteger((int) task->serverid));
+		t = lappend(t, makeString(cj_node_name(task->serverid)));
+		t = lappend(t, makeString(task_sql(g, scan_vars, task->cls,
+										   task->serverid, &sc)));
+		t = lappend(t, makeString(cj_class_label(g->space, task->cls)));
+		t = lappend(t, makeInteger(remainder));
+		tasks = lappend(tasks, t);
+	}
+
+	private = NIL;
+	private = lappend(private, makeString(psprintf("colocated on %s", g->keys_text)));
+	private = lappend(private, makeInteger(g->space->nclasses));
+	private = lappend(private, makeInteger(g->npruned));
+	private = lappend(private, makeInteger(g->nempty));
+	private = lappend(private, makeInteger((int) g->userid));
+	private = lappend(private, tasks);
+	private = lappend(private, makeInteger(0));
+	private = lappend(private, NIL);
+	{
+		StringInfoData hints;
+
+		initStringInfo(&hints);
+		foreach(lc, g->hints_used)
+			appendStringInfo(&hints, "%s%s", hints.len ? " " : "",
+							 ((CjHint *) lfirst(lc))->text);
+		private = lappend(private, makeString(hints.data));
+	}
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = g->local_quals;
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = sc.dctx.params;
+	cscan->custom_private = private;
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_relids = bms_copy(rel->relids);
+	cscan->methods = &cj_scan_methods;
+
+	return (Plan *) cscan;
+}
 
 void
 cj_planner_init(void)
 {
+	RegisterCustomScanMethods(&cj_scan_methods);
+	prev_join_pathlist_hook = set_join_pathlist_hook;
+	set_join_pathlist_hook = cj_join_pathlist_hook;
+	prev_planner_hook = planner_hook;
+	planner_hook = cj_planner;
 }

@@ -1,3 +1,492 @@
-/* shard_views.c: placeholder, being written */
+/*-------------------------------------------------------------------------
+ *
+ * shard_views.c
+ *	  The SQL functions that show shard metadata to people:
+ *	  colojoin.shard_placements() (behind view colojoin.shards) and
+ *	  colojoin.colocation(a, b).
+ *
+ *	  They only read metadata.c's cache and apply colocation.c's rules; they
+ *	  never contact a node, so they describe what colojoin believes, not what
+ *	  the nodes actually hold.
+ *
+ *-------------------------------------------------------------------------
+ */
 #include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+#include "utils/tuplestore.h"
+
 #include "colojoin.h"
+#include "colocation.h"
+#include "metadata.h"
+
+PG_FUNCTION_INFO_V1(colojoin_shard_placements);
+PG_FUNCTION_INFO_V1(colojoin_colocation);
+
+/* a name Datum from a C string, truncated like any name */
+static Datum
+name_datum(const char *s)
+{
+	Name		n = (Name) palloc0(NAMEDATALEN);
+
+	namestrcpy(n, s);
+	return NameGetDatum(n);
+}
+
+static bool
+table_is_sharded(CjTable *t)
+{
+	int			c,
+				l;
+
+	for (c = 0; c < t->nclasses; c++)
+		for (l = 0; l < t->classes[c].nleaves; l++)
+		{
+			CjLeaf	   *leaf = &t->classes[c].leaves[l];
+
+			if (leaf->is_foreign || get_rel_relkind(leaf->relid) == RELKIND_FOREIGN_TABLE)
+				return true;
+		}
+	return false;
+}
+
+/*
+ * The top-level partitioned tables of the database, ordered by schema and
+ * name so that the view reads the same in every session.  Temporary tables
+ * are left out: their partitions cannot be foreign tables.
+ */
+static List *
+top_level_partitioned_tables(void)
+{
+	List	   *result = NIL;
+	MemoryContext cxt = CurrentMemoryContext;
+	uint64		i;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT c.oid FROM pg_catalog.pg_class c"
+					" JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+					" WHERE c.relkind = 'p' AND NOT c.relispartition"
+					" AND c.relpersistence <> 't'"
+					" ORDER BY n.nspname, c.relname", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list partitioned tables");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+									  1, &isnull);
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		result = lappend_oid(result, DatumGetObjectId(d));
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * colojoin_shard_placements
+ *		One row per placement of every leaf of every sharded table: a
+ *		top-level partitioned table with at least one foreign leaf.
+ *
+ * bound and partition_class describe the leaf's class, i.e. its top-level
+ * partition, also for leaves of sub-partitioned classes: the class is what
+ * colocation is about.  partition_class is the 0-based index of the class
+ * in bound order (a default partition comes last).  A foreign leaf of
+ * another wrapper than postgres_fdw has no placement colojoin can use; it
+ * shows as one row with node and remote_relation NULL.
+ */
+Datum
+colojoin_shard_placements(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *tables;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	if (!colojoin_is_active())
+		PG_RETURN_VOID();
+
+	tables = top_level_partitioned_tables();
+	foreach(lc, tables)
+	{
+		CjTable    *t = cj_get_table(lfirst_oid(lc));
+		int			c,
+					l,
+					p;
+
+		if (t == NULL || !table_is_sharded(t))
+			continue;
+
+		for (c = 0; c < t->nclasses; c++)
+		{
+			CjClass    *cls = &t->classes[c];
+
+			for (l = 0; l < cls->nleaves; l++)
+			{
+				CjLeaf	   *leaf = &cls->leaves[l];
+
+				for (p = 0; p < Max(leaf->nplacements, 1); p++)
+				{
+					Datum		values[7];
+					bool		nulls[7];
+
+					memset(nulls, 0, sizeof(nulls));
+					values[0] = ObjectIdGetDatum(t->relid);
+					values[1] = ObjectIdGetDatum(leaf->relid);
+					values[2] = CStringGetTextDatum(cls->bound_text);
+					values[3] = Int32GetDatum(c);
+					if (leaf->nplacements == 0)
+					{
+						nulls[4] = nulls[5] = true;
+						values[6] = BoolGetDatum(false);
+					}
+					else
+					{
+						CjPlacement *pl = &leaf->placements[p];
+
+						values[4] = name_datum(cj_node_name(pl->serverid));
+						values[5] = CStringGetTextDatum(quote_qualified_identifier(pl->remote_schema,
+																				   pl->remote_table));
+						values[6] = BoolGetDatum(pl->is_replica);
+					}
+					tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
+										 values, nulls);
+				}
+			}
+		}
+	}
+	PG_RETURN_VOID();
+}
+
+
+/* ----------------------------------------------------------------
+ *		colojoin.colocation(a, b)
+ * ----------------------------------------------------------------
+ */
+
+static void
+put_row(ReturnSetInfo *rsinfo, bool colocated, const char *aspect,
+		const char *detail)
+{
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	values[0] = BoolGetDatum(colocated);
+	values[1] = CStringGetTextDatum(aspect);
+	values[2] = CStringGetTextDatum(detail);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* ERROR unless relid is a table of some kind (plain, partitioned, foreign) */
+static void
+check_is_table(Oid relid)
+{
+	char		relkind = get_rel_relkind(relid);
+
+	if (relkind == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE &&
+		relkind != RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", get_rel_name(relid)),
+				 errdetail("colojoin.colocation compares partitioned tables.")));
+}
+
+static const char *
+rel_label(Oid relid)
+{
+	return quote_identifier(get_rel_name(relid));
+}
+
+/* "n1", "n1 and n3", "n1, n2 and n3" */
+static char *
+node_list_text(List *nodes)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, nodes)
+	{
+		if (foreach_current_index(lc) > 0)
+			appendStringInfoString(&buf,
+								   foreach_current_index(lc) == list_length(nodes) - 1 ?
+								   " and " : ", ");
+		appendStringInfoString(&buf, cj_node_name(lfirst_oid(lc)));
+	}
+	return buf.data;
+}
+
+/* "a_p1_x on n1, a_p1_y on n2": where each leaf of a class is (primary) */
+static char *
+leaf_places_text(CjClass *cls)
+{
+	StringInfoData buf;
+	int			l;
+
+	initStringInfo(&buf);
+	for (l = 0; l < cls->nleaves; l++)
+	{
+		CjLeaf	   *leaf = &cls->leaves[l];
+		List	   *nodes = NIL;
+		int			p;
+
+		for (p = 0; p < leaf->nplacements; p++)
+			nodes = lappend_oid(nodes, leaf->placements[p].serverid);
+		appendStringInfo(&buf, "%s%s on %s", l > 0 ? ", " : "",
+						 rel_label(leaf->relid), node_list_text(nodes));
+	}
+	return buf.data;
+}
+
+/* the members of x that are also in y, in x's order */
+static List *
+oid_list_intersection(List *x, List *y)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, x)
+	{
+		if (list_member_oid(y, lfirst_oid(lc)))
+			result = lappend_oid(result, lfirst_oid(lc));
+	}
+	return result;
+}
+
+typedef struct NodeCount
+{
+	char	   *name;
+	int			count;
+} NodeCount;
+
+static int
+node_count_cmp(const ListCell *a, const ListCell *b)
+{
+	return strcmp(((NodeCount *) lfirst(a))->name, ((NodeCount *) lfirst(b))->name);
+}
+
+static List *
+count_node(List *counts, Oid node)
+{
+	char	   *name = cj_node_name(node);
+	ListCell   *lc;
+	NodeCount  *nc;
+
+	foreach(lc, counts)
+	{
+		nc = (NodeCount *) lfirst(lc);
+		if (strcmp(nc->name, name) == 0)
+		{
+			nc->count++;
+			return counts;
+		}
+	}
+	nc = palloc(sizeof(NodeCount));
+	nc->name = name;
+	nc->count = 1;
+	return lappend(counts, nc);
+}
+
+/*
+ * Placement of a two-table class space: adds a 'foreign tables' row per
+ * leaf that is not a postgres_fdw foreign table (colojoin runs joins on
+ * nodes only, so a leaf on the coordinator or behind another wrapper keeps
+ * its class out, as in the planner), a 'placement' row per class that no
+ * node holds whole, and returns whether every class has a node.  Counts, for the summary, the first common node
+ * of each class, the classes that could also run elsewhere and the classes
+ * only one table has.
+ */
+static bool
+check_placement(ReturnSetInfo *rsinfo, CjClassSpace *space, List **counts,
+				int *nchoice, int *nonesided)
+{
+	bool		ok = true;
+	int			c,
+				t;
+
+	for (c = 0; c < space->nclasses; c++)
+	{
+		List	   *common = NIL;
+		bool		first = true;
+		bool		class_ok = true;
+		int			npresent = 0;
+		StringInfoData places;
+
+		initStringInfo(&places);
+		for (t = 0; t < space->ntables; t++)
+		{
+			int			k = CJ_MEMBER(space, c, t);
+			CjClass    *cls;
+			int			l;
+
+			if (k < 0)
+				continue;
+			cls = &space->tables[t]->classes[k];
+			if (cls->nleaves == 0)
+				continue;		/* a partitioned partition without leaves: empty */
+			npresent++;
+
+			for (l = 0; l < cls->nleaves; l++)
+			{
+				CjLeaf	   *leaf = &cls->leaves[l];
+
+				if (leaf->is_foreign)
+					continue;
+				if (get_rel_relkind(leaf->relid) == RELKIND_FOREIGN_TABLE)
+					put_row(rsinfo, false, "foreign tables",
+							psprintf("%s is a foreign table of server %s, which does not use postgres_fdw",
+									 rel_label(leaf->relid),
+									 cj_node_name(GetForeignTable(leaf->relid)->serverid)));
+				else
+					put_row(rsinfo, false, "foreign tables",
+							psprintf("%s is not a foreign table: its rows are stored on the coordinator",
+									 rel_label(leaf->relid)));
+				class_ok = false;
+			}
+			if (!class_ok)
+				continue;
+
+			if (cls->nodes == NIL)
+			{
+				put_row(rsinfo, false, "placement",
+						psprintf("class %s: no node holds every leaf of %s (%s)",
+								 cj_class_label(space, c),
+								 rel_label(cls->partrelid),
+								 leaf_places_text(cls)));
+				class_ok = false;
+				continue;
+			}
+
+			appendStringInfo(&places, "%s%s is on %s", first ? "" : ", ",
+							 rel_label(cls->partrelid), node_list_text(cls->nodes));
+			if (first)
+				common = list_copy(cls->nodes);
+			else
+				common = oid_list_intersection(common, cls->nodes);
+			first = false;
+		}
+
+		if (!class_ok)
+		{
+			ok = false;
+			continue;
+		}
+		if (npresent == 0)
+			continue;
+		if (common == NIL)
+		{
+			put_row(rsinfo, false, "placement",
+					psprintf("class %s: %s", cj_class_label(space, c), places.data));
+			ok = false;
+			continue;
+		}
+		*counts = count_node(*counts, linitial_oid(common));
+		if (list_length(common) > 1)
+			(*nchoice)++;
+		if (npresent < space->ntables)
+			(*nonesided)++;
+	}
+	return ok;
+}
+
+/*
+ * colojoin_colocation
+ *		Whether a join of a and b on their partition keys is colocated: one
+ *		row (true, 'colocated', summary) when it is, else one row per reason,
+ *		with aspect 'partitioning', 'key', 'bounds', 'foreign tables' or
+ *		'placement'.  Checks stop at the first aspect that fails among
+ *		partitioning/key and bounds, since later ones are meaningless then;
+ *		every class is checked for placement.
+ */
+Datum
+colojoin_colocation(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			a = PG_GETARG_OID(0);
+	Oid			b = PG_GETARG_OID(1);
+	CjTable    *ta;
+	CjTable    *tb;
+	List	   *reasons = NIL;
+	CjClassSpace *space;
+	ListCell   *lc;
+	List	   *counts = NIL;
+	int			nchoice = 0;
+	int			nonesided = 0;
+	StringInfoData buf;
+
+	check_is_table(a);
+	check_is_table(b);
+	InitMaterializedSRF(fcinfo, 0);
+
+	ta = cj_get_table(a);
+	tb = cj_get_table(b);
+	if (ta == NULL)
+		put_row(rsinfo, false, "partitioning",
+				psprintf("%s is not a partitioned table", rel_label(a)));
+	if (tb == NULL && b != a)
+		put_row(rsinfo, false, "partitioning",
+				psprintf("%s is not a partitioned table", rel_label(b)));
+	if (ta == NULL || tb == NULL)
+		PG_RETURN_VOID();
+
+	if (!cj_schemes_compatible(ta, tb, &reasons))
+	{
+		/* cj_schemes_compatible reports a strategy mismatch first */
+		foreach(lc, reasons)
+			put_row(rsinfo, false,
+					(foreach_current_index(lc) == 0 && ta->strategy != tb->strategy) ?
+					"partitioning" : "key",
+					(char *) lfirst(lc));
+		PG_RETURN_VOID();
+	}
+
+	space = cj_build_class_space(list_make2(ta, tb), &reasons);
+	if (space == NULL)
+	{
+		foreach(lc, reasons)
+			put_row(rsinfo, false, "bounds", (char *) lfirst(lc));
+		PG_RETURN_VOID();
+	}
+
+	if (!check_placement(rsinfo, space, &counts, &nchoice, &nonesided))
+		PG_RETURN_VOID();
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%d partition class%s", space->nclasses,
+					 space->nclasses == 1 ? "" : "es");
+	if (counts != NIL)
+	{
+		list_sort(counts, node_count_cmp);
+		appendStringInfoString(&buf, space->nclasses == 1 ?
+							   "; held by one node (" : "; each held by one node (");
+		foreach(lc, counts)
+		{
+			NodeCount  *nc = (NodeCount *) lfirst(lc);
+
+			appendStringInfo(&buf, "%s%s %d", foreach_current_index(lc) > 0 ? ", " : "",
+							 nc->name, nc->count);
+		}
+		appendStringInfoChar(&buf, ')');
+	}
+	if (nchoice > 0)
+		appendStringInfo(&buf, "; %d of them also held by another node (replicas)",
+						 nchoice);
+	if (nonesided > 0)
+		appendStringInfo(&buf, "; %d only in one table", nonesided);
+	put_row(rsinfo, true, "colocated", buf.data);
+	PG_RETURN_VOID();
+}

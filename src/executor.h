@@ -1,0 +1,82 @@
+/*-------------------------------------------------------------------------
+ *
+ * executor.h
+ *	  The execution state of a colojoin CustomScan, shared by the executor
+ *	  (executor.c) and EXPLAIN (explain.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_EXECUTOR_H
+#define COLOJOIN_EXECUTOR_H
+
+#include "nodes/execnodes.h"
+#include "portability/instr_time.h"
+
+#include "connection.h"
+
+/* one task of the plan, with what ANALYZE reports of it */
+typedef struct CjExecTask
+{
+	int			cls;
+	Oid			serverid;
+	char	   *node;
+	char	   *sql;
+	char	   *label;
+	int			remainder;
+	bool		taken;			/* dispatched (or skipped) */
+	bool		done;
+	double		rows;
+	uint64		bytes;
+	double		seconds;
+} CjExecTask;
+
+/* one connection working for the scan */
+typedef struct CjWorker
+{
+	Oid			serverid;
+	int			slot;
+	CjConnection *conn;
+	CjExecTask *task;			/* running task, NULL when idle */
+	instr_time	started;
+} CjWorker;
+
+typedef struct CjScanState
+{
+	CustomScanState css;
+
+	/* from the plan */
+	char	   *strategy;
+	char	   *hints;			/* hints this scan follows, or "" */
+	int			nclasses;
+	int			npruned;
+	int			nempty;
+	int			rows_moved;
+	Oid			userid;
+	int			ntasks;
+	CjExecTask *tasks;
+
+	/* parameters sent as $1..$n */
+	List	   *param_states;	/* ExprState * */
+	int			nparams;
+	const char **param_values;
+	FmgrInfo   *param_outfuncs;
+
+	/* turning text into datums */
+	int			natts;
+	FmgrInfo   *infuncs;
+	Oid		   *ioparams;
+	int32	   *typmods;
+
+	/* execution */
+	bool		started;
+	int			nworkers;
+	CjWorker   *workers;
+	int			current;		/* worker last returning a row */
+	int			ntasks_run;		/* tasks not pruned at execution */
+} CjScanState;
+
+/* EXPLAIN output of the scan (explain.c) */
+extern void cj_explain_scan(CustomScanState *node, List *ancestors,
+							struct ExplainState *es);
+
+#endif							/* COLOJOIN_EXECUTOR_H */

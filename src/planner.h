@@ -1,0 +1,55 @@
+/*-------------------------------------------------------------------------
+ *
+ * planner.h
+ *	  The plan node colojoin's planner hands to its executor: a CustomScan
+ *	  whose custom_private describes the tasks to run, one per partition
+ *	  class, each with its node and remote SQL.
+ *
+ *	  Everything here is a plain node List so that the plan can be copied,
+ *	  cached and serialised like any other PostgreSQL plan.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_PLANNER_H
+#define COLOJOIN_PLANNER_H
+
+#include "nodes/pg_list.h"
+#include "nodes/plannodes.h"
+
+/* positions in CustomScan.custom_private */
+typedef enum CjPrivateIndex
+{
+	CJ_PRIVATE_STRATEGY,		/* String: "colocated on a.k = b.k" */
+	CJ_PRIVATE_NCLASSES,		/* Integer: classes in the class space */
+	CJ_PRIVATE_NPRUNED,			/* Integer: classes removed by pruning */
+	CJ_PRIVATE_NEMPTY,			/* Integer: classes no row can come from */
+	CJ_PRIVATE_USERID,			/* Integer: user whose mappings to use, 0 =
+								 * current user */
+	CJ_PRIVATE_TASKS,			/* List of task Lists, see below */
+	CJ_PRIVATE_ROWS_MOVED,		/* Integer: rows moved between nodes (plan) */
+	CJ_PRIVATE_PRUNE_KEYS,		/* List: run-time pruning, see executor.c */
+	CJ_PRIVATE_HINTS,			/* String: hints this scan follows, or "" */
+	CJ_PRIVATE_COUNT
+} CjPrivateIndex;
+
+/* positions in one task's List */
+typedef enum CjTaskIndex
+{
+	CJ_TASK_CLASS,				/* Integer: class index in the class space */
+	CJ_TASK_SERVER,				/* Integer: server OID */
+	CJ_TASK_NODE,				/* String: node name, for messages */
+	CJ_TASK_SQL,				/* String: the remote query */
+	CJ_TASK_LABEL,				/* String: the class, e.g. its bound */
+	CJ_TASK_HASH_REMAINDER,		/* Integer: hash remainder, -1 if not hash */
+	CJ_TASK_COUNT
+} CjTaskIndex;
+
+extern CustomScanMethods cj_scan_methods;
+
+/* create the executor state of a colojoin CustomScan (executor.c) */
+extern Node *cj_create_scan_state(CustomScan *cscan);
+
+/* true when this transaction wrote to a sharded or foreign table */
+extern bool cj_xact_wrote_to_shards(void);
+
+#endif							/* COLOJOIN_PLANNER_H */
