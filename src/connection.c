@@ -1947,7 +1947,7 @@ cj_copy_rows(CjConnection *src, const char *copy_out_sql,
 		if (PQsetnonblocking(dst->conn, 1) != 0)
 			report_connection_lost(dst, context);
 
-		wes = CreateWaitEventSet(CurrentMemoryContext, 3);
+		wes = CreateWaitEventSet(CurrentMemoryContext, 4);
 		AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 		AddWaitEventToSet(wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 		pos_src = AddWaitEventToSet(wes, WL_SOCKET_READABLE,

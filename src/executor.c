@@ -24,6 +24,7 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/extensible.h"
 #include "parser/parsetree.h"
+#include "partitioning/partbounds.h"
 #include "storage/latch.h"
 #include "tcop/utility.h"
 #include "utils/lsyscache.h"
@@ -121,6 +122,34 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 		fmgr_info(outfunc, &st->param_outfuncs[i++]);
 	}
 
+	/* run-time pruning */
+	st->nremote_params = st->nparams;
+	{
+		List	   *prune = (List *) list_nth(priv, CJ_PRIVATE_PRUNE_KEYS);
+
+		if (prune != NIL)
+		{
+			List	   *keys = (List *) lsecond(prune);
+
+			st->prune_modulus = intVal(linitial(prune));
+			st->nprune_keys = list_length(keys);
+			st->prune_param_index = palloc(sizeof(int) * st->nprune_keys);
+			st->prune_hashfuncs = palloc0(sizeof(FmgrInfo) * st->nprune_keys);
+			st->prune_collations = palloc(sizeof(Oid) * st->nprune_keys);
+			i = 0;
+			foreach(lc, keys)
+			{
+				List	   *key = (List *) lfirst(lc);
+
+				st->prune_param_index[i] = intVal(linitial(key));
+				fmgr_info((Oid) intVal(lsecond(key)), &st->prune_hashfuncs[i]);
+				st->prune_collations[i] = (Oid) intVal(lthird(key));
+				st->nremote_params = Min(st->nremote_params, st->prune_param_index[i]);
+				i++;
+			}
+		}
+	}
+
 	/* input functions for the columns the nodes send back */
 	st->natts = desc->natts;
 	st->infuncs = palloc0(sizeof(FmgrInfo) * Max(st->natts, 1));
@@ -166,6 +195,52 @@ evaluate_params(CjScanState *st)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * prune_tasks
+ *		Skip the tasks of classes the key parameters cannot hash to: the
+ *		value a generic plan's "k = $1" was executed with names one class.
+ */
+static void
+prune_tasks(CjScanState *st)
+{
+	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
+	Datum	   *values = palloc(sizeof(Datum) * st->nprune_keys);
+	bool	   *isnull = palloc(sizeof(bool) * st->nprune_keys);
+	bool		anynull = false;
+	uint64		hash;
+	int			remainder = -1;
+	int			i;
+
+	for (i = 0; i < st->nprune_keys; i++)
+	{
+		ExprState  *es = list_nth(st->param_states, st->prune_param_index[i]);
+
+		values[i] = ExecEvalExpr(es, econtext, &isnull[i]);
+		anynull |= isnull[i];
+	}
+	/* "k = NULL" is never true: no class can produce a row */
+	if (!anynull)
+	{
+		hash = compute_partition_hash_value(st->nprune_keys, st->prune_hashfuncs,
+											st->prune_collations, values, isnull);
+		remainder = (int) (hash % (uint64) st->prune_modulus);
+	}
+	st->ntasks_run = 0;
+	for (i = 0; i < st->ntasks; i++)
+	{
+		CjExecTask *task = &st->tasks[i];
+
+		if (anynull || (task->remainder >= 0 && task->remainder != remainder))
+		{
+			task->taken = true;
+			task->skipped = true;
+		}
+		else
+			st->ntasks_run++;
+	}
+	st->pruned_at_run_time = true;
+}
+
 static char *
 task_context(CjExecTask *task)
 {
@@ -196,7 +271,7 @@ send_task(CjScanState *st, CjWorker *w, CjExecTask *task)
 {
 	PGconn	   *pg = cj_conn_pgconn(w->conn);
 
-	if (!PQsendQueryParams(pg, task->sql, st->nparams, NULL,
+	if (!PQsendQueryParams(pg, task->sql, st->nremote_params, NULL,
 						   st->param_values, NULL, NULL, 0))
 		cj_report_remote_error(ERROR, w->conn, NULL, task_context(task));
 	if (!PQsetSingleRowMode(pg))
@@ -229,10 +304,26 @@ start_scan(CjScanState *st)
 	for (i = 0; i < st->ntasks; i++)
 	{
 		CjExecTask *task = &st->tasks[i];
-		bool		found = false;
 
 		task->taken = false;
+		task->skipped = false;
 		task->done = false;
+		task->rows = 0;
+		task->bytes = 0;
+		task->seconds = 0;
+	}
+	st->ntasks_run = st->ntasks;
+	if (st->prune_modulus > 0)
+		prune_tasks(st);
+
+	/* tasks per node, nodes in order of their first task */
+	for (i = 0; i < st->ntasks; i++)
+	{
+		CjExecTask *task = &st->tasks[i];
+		bool		found = false;
+
+		if (task->skipped)
+			continue;
 		forboth(ls, servers, lcnt, counts)
 		{
 			if (lfirst_oid(ls) == task->serverid)
@@ -247,7 +338,6 @@ start_scan(CjScanState *st)
 			counts = lappend_int(counts, 1);
 		}
 	}
-	st->ntasks_run = st->ntasks;
 
 	forboth(ls, servers, lcnt, counts)
 		n += Min(lfirst_int(lcnt), colojoin_max_connections_per_node);

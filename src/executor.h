@@ -24,6 +24,7 @@ typedef struct CjExecTask
 	char	   *label;
 	int			remainder;
 	bool		taken;			/* dispatched (or skipped) */
+	bool		skipped;		/* pruned at run time */
 	bool		done;
 	double		rows;
 	uint64		bytes;
@@ -61,6 +62,14 @@ typedef struct CjScanState
 	const char **param_values;
 	FmgrInfo   *param_outfuncs;
 
+	/* run-time pruning on hash keys equated with parameters */
+	int			nremote_params; /* custom_exprs sent as $n; the rest prune */
+	int			prune_modulus;	/* 0: no run-time pruning */
+	int			nprune_keys;
+	int		   *prune_param_index;
+	FmgrInfo   *prune_hashfuncs;
+	Oid		   *prune_collations;
+
 	/* turning text into datums */
 	int			natts;
 	FmgrInfo   *infuncs;
@@ -73,6 +82,7 @@ typedef struct CjScanState
 	CjWorker   *workers;
 	int			current;		/* worker last returning a row */
 	int			ntasks_run;		/* tasks not pruned at execution */
+	bool		pruned_at_run_time; /* ntasks_run is meaningful */
 } CjScanState;
 
 /* EXPLAIN output of the scan (explain.c) */

@@ -24,6 +24,7 @@ typedef struct CjNodeSummary
 	Oid			serverid;
 	char	   *node;
 	int			tasks;
+	int			tasks_run;		/* not pruned at run time */
 	double		rows;
 	uint64		bytes;
 	double		seconds;
@@ -55,6 +56,8 @@ summarise_nodes(CjScanState *st)
 			nodes = lappend(nodes, ns);
 		}
 		ns->tasks++;
+		if (!task->skipped)
+			ns->tasks_run++;
 		ns->rows += task->rows;
 		ns->bytes += task->bytes;
 		ns->seconds += task->seconds;
@@ -86,6 +89,8 @@ cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 		appendStringInfo(&buf, "%s%s %d", buf.len ? ", " : "", ns->node, ns->tasks);
 	}
 	ExplainPropertyText("Tasks", buf.len ? buf.data : "none", es);
+	if (es->analyze && st->pruned_at_run_time)
+		ExplainPropertyInteger("Tasks Run", NULL, st->ntasks_run, es);
 	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);
 	if (st->hints[0] != '\0')
 		ExplainPropertyText("Hints", st->hints, es);
@@ -136,7 +141,7 @@ cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 			{
 				appendStringInfoSpaces(es->str, es->indent * 2);
 				appendStringInfo(es->str, "Node %s: tasks=%d rows=%.0f bytes=" UINT64_FORMAT,
-								 ns->node, ns->tasks, ns->rows, ns->bytes);
+								 ns->node, ns->tasks_run, ns->rows, ns->bytes);
 				if (es->timing)
 					appendStringInfo(es->str, " time=%.3f ms", ns->seconds * 1000.0);
 				appendStringInfoChar(es->str, '\n');
@@ -144,7 +149,7 @@ cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 			}
 			ExplainOpenGroup("Node", NULL, true, es);
 			ExplainPropertyText("Node", ns->node, es);
-			ExplainPropertyInteger("Tasks", NULL, ns->tasks, es);
+			ExplainPropertyInteger("Tasks", NULL, ns->tasks_run, es);
 			ExplainPropertyFloat("Rows", NULL, ns->rows, 0, es);
 			ExplainPropertyUInteger("Bytes", NULL, ns->bytes, es);
 			if (es->timing)

@@ -16,6 +16,7 @@
 #include "postgres.h"
 
 #include "access/sysattr.h"
+#include "access/hash.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "nodes/extensible.h"
@@ -1724,6 +1725,90 @@ task_sql(CjJoinGroup *g, List *scan_vars, int cls, Oid serverid,
 }
 
 /*
+ * find_prune_keys
+ *		Run-time pruning for parameters (generic plans, PL/pgSQL): a
+ *		hash-partitioned table that every result row needs, whose partition
+ *		key columns are all equated with parameters of the key's own type.
+ *		At execution, only the class those values hash to can produce rows.
+ *		Returns the parameter expressions, one per key column, or NIL.
+ */
+static List *
+find_prune_keys(CjJoinGroup *g, int *prune_rel)
+{
+	int			nt = list_length(g->rels);
+	bool	   *present = palloc(sizeof(bool) * nt);
+	int			t;
+
+	for (t = 0; t < nt; t++)
+	{
+		CjBaseRel  *br = list_nth(g->rels, t);
+		CjTable    *table = br->table;
+		List	   *exprs = NIL;
+		int			p;
+		int			c;
+
+		if (table->strategy != PARTITION_STRATEGY_HASH)
+			continue;
+		/* required: without its rows no class produces anything */
+		memset(present, true, sizeof(bool) * nt);
+		present[t] = false;
+		if (tree_produces(g->tree, present))
+			continue;
+		/* one modulus, so that a value names one class */
+		for (c = 1; c < table->nclasses; c++)
+			if (table->classes[c].bound->modulus != table->classes[0].bound->modulus)
+				break;
+		if (c < table->nclasses)
+			continue;
+
+		for (p = 0; p < table->partnatts; p++)
+		{
+			Var		   *kv = key_var(br, p);
+			ListCell   *lc;
+			Expr	   *found = NULL;
+
+			foreach(lc, br->quals)
+			{
+				OpExpr	   *op = (OpExpr *) lfirst(lc);
+				Node	   *l,
+						   *r;
+				Node	   *other;
+
+				if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+					continue;
+				l = linitial(op->args);
+				r = lsecond(op->args);
+				if (is_var_of(l, kv))
+					other = r;
+				else if (is_var_of(r, kv))
+					other = l;
+				else
+					continue;
+				while (other && IsA(other, RelabelType))
+					other = (Node *) ((RelabelType *) other)->arg;
+				if (!IsA(other, Param) ||
+					(((Param *) other)->paramkind != PARAM_EXTERN &&
+					 ((Param *) other)->paramkind != PARAM_EXEC) ||
+					exprType(other) != table->parttypid[p] ||
+					get_op_opfamily_strategy(op->opno, table->partopfamily[p]) != HTEqualStrategyNumber)
+					continue;
+				found = (Expr *) other;
+				break;
+			}
+			if (found == NULL)
+				break;
+			exprs = lappend(exprs, found);
+		}
+		if (p == table->partnatts)
+		{
+			*prune_rel = t;
+			return exprs;
+		}
+	}
+	return NIL;
+}
+
+/*
  * cj_plan_custom_path
  *		The CustomScan of a chosen colocated path: its scan tuple holds the
  *		columns the remote queries return; conditions that cannot run on the
@@ -1742,13 +1827,12 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *private;
 	CjSqlContext sc;
 	ListCell   *lc;
-	CjBaseRel  *first;
-	int			hash_modulus = -1;
+	List	   *prune_exprs;
+	int			prune_rel = -1;
 
 	if (attempt == NULL || attempt->group == NULL)
 		elog(ERROR, "colojoin: no plan information for a colocated join path");
 	g = attempt->group;
-	first = linitial(g->rels);
 
 	/* what the nodes must return: the join's output and the local filters */
 	/*
@@ -1768,18 +1852,16 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	sc.dctx.var_arg = g;
 	sc.dctx.params = NIL;
 
-	if (first->table->strategy == PARTITION_STRATEGY_HASH)
-		hash_modulus = 0;
+	prune_exprs = find_prune_keys(g, &prune_rel);
 	foreach(lc, g->tasks)
 	{
 		CjTask	   *task = lfirst(lc);
 		int			remainder = -1;
-		int			m = CJ_MEMBER(g->space, task->cls, 0);
-
+		int			m = prune_exprs ? CJ_MEMBER(g->space, task->cls, prune_rel) : -1;
 		List	   *t = NIL;
 
-		if (hash_modulus >= 0 && m >= 0)
-			remainder = first->table->classes[m].bound->remainder;
+		if (m >= 0)
+			remainder = ((CjBaseRel *) list_nth(g->rels, prune_rel))->table->classes[m].bound->remainder;
 
 		t = lappend(t, makeInteger(task->cls));
 		t = lappend(t, makeInteger((int) task->serverid));
@@ -1799,7 +1881,35 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	private = lappend(private, makeInteger((int) g->userid));
 	private = lappend(private, tasks);
 	private = lappend(private, makeInteger(0));
-	private = lappend(private, NIL);
+
+	/*
+	 * Run-time pruning: the key parameters go after the remote parameters
+	 * in custom_exprs; the plan keeps their positions, the hash support
+	 * functions and collations of the table, and its modulus.
+	 */
+	if (prune_exprs != NIL)
+	{
+		CjTable    *pt = ((CjBaseRel *) list_nth(g->rels, prune_rel))->table;
+		List	   *keys = NIL;
+		int			p;
+
+		for (p = 0; p < pt->partnatts; p++)
+		{
+			Oid			procid = get_opfamily_proc(pt->partopfamily[p],
+												   pt->partopcintype[p],
+												   pt->partopcintype[p],
+												   HASHEXTENDED_PROC);
+
+			keys = lappend(keys,
+						   list_make3(makeInteger(list_length(sc.dctx.params) + p),
+									  makeInteger((int) procid),
+									  makeInteger((int) pt->partcollation[p])));
+		}
+		private = lappend(private,
+						  list_make2(makeInteger(pt->classes[0].bound->modulus), keys));
+	}
+	else
+		private = lappend(private, NIL);
 	{
 		StringInfoData hints;
 
@@ -1815,7 +1925,7 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = NIL;
-	cscan->custom_exprs = sc.dctx.params;
+	cscan->custom_exprs = list_concat(sc.dctx.params, prune_exprs);
 	cscan->custom_private = private;
 	cscan->custom_scan_tlist = scan_tlist;
 	cscan->custom_relids = bms_copy(rel->relids);
