@@ -18,7 +18,9 @@ OBJS = \
 	src/planner.o \
 	src/executor.o \
 	src/explain.o \
-	src/hints.o
+	src/hints.o \
+	src/aggregates.o \
+	src/combine.o
 
 EXTENSION = colojoin
 DATA = colojoin--1.0.sql

@@ -99,7 +99,7 @@ LANGUAGE C STABLE;
 CREATE VIEW colojoin.shards AS
 	SELECT * FROM colojoin.shard_placements();
 COMMENT ON VIEW colojoin.shards IS
-	'every placement of every leaf of every sharded table';
+	'every placement of every leaf of every sharded table; bound and partition_class are those of the leaf''s top-level partition (its partition class)';
 
 CREATE FUNCTION colojoin.colocation(a regclass, b regclass,
 									OUT colocated boolean,
@@ -115,3 +115,15 @@ GRANT USAGE ON SCHEMA colojoin TO PUBLIC;
 GRANT SELECT ON colojoin.replicas, colojoin.shards TO PUBLIC;
 REVOKE EXECUTE ON FUNCTION colojoin.add_replica(regclass, name, boolean),
 	colojoin.drop_replica(regclass, name) FROM PUBLIC;
+
+/*
+ * Used by plans that combine partial aggregates computed on the nodes: the
+ * variance or standard deviation of n values from their exact sum and sum
+ * of squares, with PostgreSQL's own numeric steps.  kind: 0 var_samp,
+ * 1 var_pop, 2 stddev_samp, 3 stddev_pop.
+ */
+CREATE FUNCTION colojoin.variance_final(n numeric, sum_x numeric,
+										sum_xx numeric, kind integer)
+RETURNS numeric
+AS 'MODULE_PATHNAME', 'colojoin_variance_final'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;

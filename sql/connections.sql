@@ -6,9 +6,9 @@
 -- mapping changes; remote work follows the local transaction, and cancel
 -- or statement_timeout stop it on the node.  create_shards is the client.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS colojoin CASCADE;
 CREATE EXTENSION IF NOT EXISTS dblink;
-SET client_min_messages = warning;
 
 \getenv node1_port CJ_NODE1_PORT
 \getenv node2_port CJ_NODE2_PORT

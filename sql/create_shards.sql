@@ -3,10 +3,10 @@
 -- the local foreign partitions of a hash-partitioned table in one call,
 -- round-robin or with the placement of another table, all or nothing.
 --
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS colojoin CASCADE;
 -- dblink lets this suite look at (and clean up) the nodes directly
 CREATE EXTENSION IF NOT EXISTS dblink;
-SET client_min_messages = warning;
 
 \getenv node1_port CJ_NODE1_PORT
 \getenv node2_port CJ_NODE2_PORT

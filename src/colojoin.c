@@ -31,6 +31,7 @@ bool		colojoin_enable_broadcast = true;
 double		colojoin_broadcast_threshold = 100000.0;
 int			colojoin_max_connections_per_node = 4;
 bool		colojoin_log_decisions = false;
+bool		colojoin_enable_aggregate_pushdown = true;
 
 /* cached answer of colojoin_is_active; reset by namespace invalidations */
 typedef enum
@@ -126,6 +127,13 @@ define_settings(void)
 							 false,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_aggregate_pushdown",
+							 "Enables aggregation, full or partial, in the tasks of a colocated join or sharded table.",
+							 NULL,
+							 &colojoin_enable_aggregate_pushdown,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("colojoin");
 }
 
@@ -138,4 +146,6 @@ _PG_init(void)
 	cj_connection_init();
 	cj_planner_init();
 	cj_executor_init();
+	cj_aggregates_init();
+	cj_combine_init();
 }

@@ -25,6 +25,7 @@ extern bool colojoin_enable_broadcast;
 extern double colojoin_broadcast_threshold;
 extern int	colojoin_max_connections_per_node;
 extern bool colojoin_log_decisions;
+extern bool colojoin_enable_aggregate_pushdown;
 
 /*
  * colojoin_is_active: true when the extension is installed in the current
@@ -39,5 +40,7 @@ extern void cj_metadata_init(void);
 extern void cj_connection_init(void);
 extern void cj_planner_init(void);
 extern void cj_executor_init(void);
+extern void cj_aggregates_init(void);
+extern void cj_combine_init(void);
 
 #endif							/* COLOJOIN_H */

@@ -136,7 +136,7 @@ cj_connection_init(void)
 static char *
 conn_error_message(PGconn *conn)
 {
-	char	   *msg = pstrdup(conn ? PQerrorMessage(conn) : "out of memory");
+	char	   *msg = pstrdup(conn ? PQerrorMessage(conn) : "connection closed");
 	int			len = strlen(msg);
 
 	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == '\r' ||
@@ -1126,8 +1126,11 @@ cj_get_connection(Oid serverid, Oid userid, int slot)
 	c = lookup_entry(serverid, userid, slot, true);
 
 	if (c->in_flight)
-		elog(ERROR, "connection %d to node \"%s\" is busy with another query",
-			 slot, NameStr(c->node_name));
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("connection %d to node \"%s\" is busy with another query",
+						slot, NameStr(c->node_name)),
+				 errdetail("A query started earlier in this transaction, such as an open cursor's, still reads from it.")));
 	if (c->doomed)
 		report_doomed(c);
 
@@ -1189,6 +1192,20 @@ cj_get_connection(Oid serverid, Oid userid, int slot)
 		MemoryContextSwitchTo(old);
 	}
 	return c;
+}
+
+/*
+ * cj_connection_busy
+ *		Whether that connection has a query in flight (a cursor's scan, say),
+ *		so that a caller can pick another slot instead of getting an error
+ *		from cj_get_connection.
+ */
+bool
+cj_connection_busy(Oid serverid, Oid userid, int slot)
+{
+	CjConnection *c = lookup_entry(serverid, userid, slot, false);
+
+	return c != NULL && c->in_flight;
 }
 
 PGconn *
@@ -1968,9 +1985,12 @@ cj_copy_rows(CjConnection *src, const char *copy_out_sql,
 					report_connection_lost(dst, context);
 				flush_pending = (r == 1);
 				if (!flush_pending)
+				{
 					unflushed = 0;
+					continue;	/* re-check: done, or read on */
+				}
 			}
-			if (!flush_pending && !src_done)
+			else if (!src_done)
 			{
 				n = PQgetCopyData(src->conn, &buf, 1);
 				if (n > 0)
@@ -2023,7 +2043,13 @@ cj_copy_rows(CjConnection *src, const char *copy_out_sql,
 				}
 			}
 
-			/* nothing to do until a socket is ready */
+			/*
+			 * Nothing to do until a socket is ready.  While the destination
+			 * has not taken what we sent, the source is not read at all, so
+			 * its rows wait in the network instead of our memory.
+			 */
+			ModifyWaitEvent(wes, pos_src,
+							flush_pending ? 0 : WL_SOCKET_READABLE, NULL);
 			ModifyWaitEvent(wes, pos_dst,
 							WL_SOCKET_READABLE |
 							(flush_pending ? WL_SOCKET_WRITEABLE : 0), NULL);

@@ -93,4 +93,12 @@ extern char *cj_server_address(Oid serverid);
 extern void cj_conn_note_write(CjConnection *conn, const char *undo_sql,
 							   const char *what);
 
+/*
+ * cj_connection_busy: whether that slot has a query in flight (an open
+ * cursor's scan, say); cj_get_connection refuses a busy slot, so a caller
+ * running a second query meanwhile picks a free one.
+ * (appended by the connection module's author)
+ */
+extern bool cj_connection_busy(Oid serverid, Oid userid, int slot);
+
 #endif							/* COLOJOIN_CONNECTION_H */

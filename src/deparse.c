@@ -23,16 +23,19 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/transam.h"
+#include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "colojoin.h"
 #include "deparse.h"
@@ -627,6 +630,46 @@ ship_walk(Node *node, ShipContext *cxt, CjColl *out)
 				return true;
 			}
 
+		case T_Aggref:
+			{
+				/*
+				 * An aggregate runs on the node only inside the queries the
+				 * planner builds for aggregate pushdown; plain aggregates of
+				 * a built-in immutable function over shippable arguments.
+				 */
+				Aggref	   *agg = (Aggref *) node;
+				ListCell   *lc;
+
+				if (agg->aggkind != AGGKIND_NORMAL || agg->agglevelsup != 0 ||
+					agg->aggdirectargs != NIL ||
+					!func_is_shippable(agg->aggfnoid))
+					return false;
+				merged.collation = InvalidOid;
+				merged.strength = CJ_COLL_NONE;
+				foreach(lc, agg->args)
+				{
+					TargetEntry *tle = lfirst_node(TargetEntry, lc);
+					CjColl		c;
+
+					if (!ship_walk((Node *) tle->expr, cxt, &c))
+						return false;
+					if (!tle->resjunk)
+						coll_merge(&merged, c);
+				}
+				if (agg->aggfilter != NULL)
+				{
+					CjColl		c;
+
+					if (!ship_walk((Node *) agg->aggfilter, cxt, &c))
+						return false;
+				}
+				/* ORDER BY and DISTINCT inside the call sort by the collation */
+				if (!input_collation_ok(agg->inputcollid, merged, InvalidOid))
+					return false;
+				*out = coll_result(agg->aggtype, merged);
+				return true;
+			}
+
 		default:
 
 			/*
@@ -1073,6 +1116,71 @@ remote_collation(Node *node, DeparseState *st)
 }
 
 /* deparse_node: the SQL of one shippable node */
+/*
+ * deparse_aggref: name([DISTINCT] args [ORDER BY ...]) [FILTER (WHERE ...)],
+ * or name(*).  Sort clauses refer to the aggregate's own argument list.
+ */
+static void
+deparse_aggref(Aggref *agg, DeparseState *st)
+{
+	StringInfo	buf = st->buf;
+	ListCell   *lc;
+	bool		first = true;
+
+	append_function_name(buf, agg->aggfnoid);
+	appendStringInfoChar(buf, '(');
+	if (agg->aggstar)
+		appendStringInfoChar(buf, '*');
+	else
+	{
+		if (agg->aggdistinct != NIL)
+			appendStringInfoString(buf, "DISTINCT ");
+		foreach(lc, agg->args)
+		{
+			TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+			if (tle->resjunk)
+				continue;
+			if (!first)
+				appendStringInfoString(buf, ", ");
+			deparse_node((Node *) tle->expr, st);
+			first = false;
+		}
+		if (agg->aggorder != NIL)
+		{
+			appendStringInfoString(buf, " ORDER BY ");
+			foreach(lc, agg->aggorder)
+			{
+				SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+				TargetEntry *tle = get_sortgroupclause_tle(sgc, agg->args);
+				TypeCacheEntry *tc = lookup_type_cache(exprType((Node *) tle->expr),
+													   TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+
+				if (lc != list_head(agg->aggorder))
+					appendStringInfoString(buf, ", ");
+				deparse_node((Node *) tle->expr, st);
+				if (sgc->sortop == tc->lt_opr)
+					appendStringInfoString(buf, " ASC");
+				else if (sgc->sortop == tc->gt_opr)
+					appendStringInfoString(buf, " DESC");
+				else
+				{
+					appendStringInfoString(buf, " USING ");
+					append_operator_name(buf, sgc->sortop);
+				}
+				appendStringInfoString(buf, sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST");
+			}
+		}
+	}
+	appendStringInfoChar(buf, ')');
+	if (agg->aggfilter != NULL)
+	{
+		appendStringInfoString(buf, " FILTER (WHERE ");
+		deparse_node((Node *) agg->aggfilter, st);
+		appendStringInfoChar(buf, ')');
+	}
+}
+
 static void
 deparse_node(Node *node, DeparseState *st)
 {
@@ -1306,6 +1414,10 @@ deparse_node(Node *node, DeparseState *st)
 			appendStringInfoString(buf, "COALESCE(");
 			deparse_list(((CoalesceExpr *) node)->args, ", ", st);
 			appendStringInfoChar(buf, ')');
+			break;
+
+		case T_Aggref:
+			deparse_aggref((Aggref *) node, st);
 			break;
 
 		case T_MinMaxExpr:

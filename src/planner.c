@@ -42,6 +42,7 @@
 #include "colocation.h"
 #include "deparse.h"
 #include "hints.h"
+#include "join_group.h"
 #include "metadata.h"
 #include "planner.h"
 
@@ -85,7 +86,7 @@ typedef struct CjTask
  * What we know about a join relation (or a single sharded table) that
  * colojoin can run as one remote query per partition class.
  */
-typedef struct CjJoinGroup
+struct CjJoinGroup
 {
 	RelOptInfo *rel;
 	List	   *rels;			/* CjBaseRel * */
@@ -99,7 +100,7 @@ typedef struct CjJoinGroup
 	Oid			userid;
 	bool		trust_placement;	/* joinOptions(is_colocated_by_join_keys) */
 	List	   *hints_used;		/* CjHint * this group follows */
-} CjJoinGroup;
+};
 
 /* Join relations examined during one planner() call */
 typedef struct CjJoinAttempt
@@ -777,6 +778,51 @@ describe_keys(CjJoinGroup *g)
 }
 
 /*
+ * finish_group
+ *		The rules that hold for a group whatever joined it: bounds (rule 3)
+ *		and placement (rule 5) give the tasks; every table read as one user;
+ *		conditions split into remote and local ones.
+ */
+static bool
+finish_group(PlannerInfo *root, CjJoinGroup *g, List *tables, List **reasons)
+{
+	CjBaseRel  *first = linitial(g->rels);
+	CjHint	   *trust = cj_hint_trust_colocation(cj_hints);
+	ListCell   *lc;
+
+	if (trust)
+	{
+		g->trust_placement = true;
+		g->hints_used = lappend(g->hints_used, trust);
+	}
+	g->space = cj_build_class_space(tables, reasons);
+	if (g->space == NULL)
+		return false;
+	if (!assign_tasks(g, reasons))
+		return false;
+
+	/* every base relation's user must be the same to share connections */
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->checkasuser != first->checkasuser)
+		{
+			*reasons = lappend(*reasons,
+							   pstrdup("the tables are read as different users"));
+			return false;
+		}
+	}
+	g->userid = first->checkasuser;
+
+	g->local_quals = NIL;
+	if (!check_shippable(root, g, g->tree, CJ_SCOPE_TOP, reasons))
+		return false;
+	describe_keys(g);
+	return true;
+}
+
+/*
  * try_colocated_join
  *		The colocated group for joinrel built from outerrel and innerrel, or
  *		NULL with reasons.
@@ -916,42 +962,10 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	t->otherquals = otherquals;
 	g->tree = t;
 
-	/* rules 3 and 5: bounds and placement */
-	{
-		CjHint	   *trust = cj_hint_trust_colocation(cj_hints);
-
-		if (trust)
-		{
-			g->trust_placement = true;
-			g->hints_used = lappend(g->hints_used, trust);
-		}
-	}
-	g->space = cj_build_class_space(tables, reasons);
-	if (g->space == NULL)
-		return NULL;
-	if (!assign_tasks(g, reasons))
-		return NULL;
-
-	/* every base relation's user must be the same to share connections */
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-
-		if (br->checkasuser != first->checkasuser)
-		{
-			*reasons = lappend(*reasons,
-							   pstrdup("the tables are read as different users"));
-			return NULL;
-		}
-	}
-	g->userid = first->checkasuser;
-
-	g->local_quals = NIL;
-	if (!check_shippable(root, g, g->tree, CJ_SCOPE_TOP, reasons))
+	if (!finish_group(root, g, tables, reasons))
 		return NULL;
 	if (!check_target(g, joinrel, reasons))
 		return NULL;
-	describe_keys(g);
 	return g;
 }
 
@@ -1336,6 +1350,155 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 }
 
 /* ----------------------------------------------------------------
+ *		Groups for the steps above the join (join_group.h)
+ * ----------------------------------------------------------------
+ */
+
+CjJoinGroup *
+cj_group_for_input(PlannerInfo *root, RelOptInfo *rel)
+{
+	CjJoinAttempt *attempt;
+	CjJoinGroup *g;
+	List	   *reasons = NIL;
+
+	if (rel->reloptkind == RELOPT_JOINREL)
+	{
+		attempt = find_attempt(rel);
+		return attempt ? attempt->group : NULL;
+	}
+	if (!is_sharded_baserel(root, rel))
+		return NULL;
+
+	/* a sharded table on its own: a group of one, built once */
+	attempt = get_attempt(rel);
+	if (attempt->group != NULL)
+		return attempt->group;
+	if (attempt->reasons != NIL)
+		return NULL;
+	g = group_for_rel(root, rel, &reasons);
+	if (g == NULL ||
+		!finish_group(root, g, list_make1(((CjBaseRel *) linitial(g->rels))->table),
+					  &reasons))
+	{
+		attempt->reasons = lappend(attempt->reasons,
+								   makeString(pstrdup("not a sharded table colojoin can run")));
+		return NULL;
+	}
+	attempt->group = g;
+	return g;
+}
+
+bool
+cj_group_has_local_quals(CjJoinGroup *g)
+{
+	return g->local_quals != NIL;
+}
+
+int
+cj_group_ntasks(CjJoinGroup *g)
+{
+	return list_length(g->tasks);
+}
+
+/* is table t's every row part of every result row (no outer join nulls it)? */
+static bool
+tree_keeps_rows_of(CjJoinTree *t, int base)
+{
+	if (t->is_base)
+		return t->base == base;
+	switch (t->jointype)
+	{
+		case JOIN_INNER:
+			return tree_keeps_rows_of(t->outer, base) ||
+				tree_keeps_rows_of(t->inner, base);
+		case JOIN_LEFT:
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			return tree_keeps_rows_of(t->outer, base);
+		default:
+			return false;
+	}
+}
+
+bool
+cj_group_groups_by_key(CjJoinGroup *g, List *exprs)
+{
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+		int			p;
+
+		if (!tree_keeps_rows_of(g->tree, foreach_current_index(lc)))
+			continue;
+		for (p = 0; p < br->table->partnatts; p++)
+		{
+			Var		   *kv = key_var(br, p);
+			ListCell   *le;
+			bool		found = false;
+
+			foreach(le, exprs)
+				if (is_var_of(lfirst(le), kv))
+					found = true;
+			if (!found)
+				break;
+		}
+		if (p == br->table->partnatts)
+			return true;
+	}
+	return false;
+}
+
+Path *
+cj_make_upper_path(PlannerInfo *root, RelOptInfo *parent, CjJoinGroup *g,
+				   PathTarget *target, CjUpperSpec *spec, double rows)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+	double		input_rows = 0;
+	List	   *nodes = NIL;
+	ListCell   *lc;
+	Cost		startup;
+	Cost		remote;
+	Cost		transfer;
+
+	foreach(lc, g->rels)
+		input_rows += find_base_rel(root, ((CjBaseRel *) lfirst(lc))->rtindex)->rows;
+	foreach(lc, g->tasks)
+	{
+		CjTask	   *task = lfirst(lc);
+
+		if (!list_member_oid(nodes, task->serverid))
+			nodes = lappend_oid(nodes, task->serverid);
+	}
+
+	/* the nodes scan, join and aggregate at once; only results travel */
+	startup = 100.0 + 0.5 * list_length(g->tasks);
+	remote = (input_rows * (cpu_tuple_cost + 3 * cpu_operator_cost) +
+			  g->rel->rows * cpu_operator_cost * Max(list_length(spec->remote_exprs), 1)) /
+		Max(list_length(nodes), 1);
+	transfer = rows * (cpu_tuple_cost + target->width * 0.0001);
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = parent;
+	cpath->path.pathtarget = target;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = false;
+	cpath->path.parallel_workers = 0;
+	cpath->path.rows = rows;
+	cpath->path.startup_cost = startup + remote;
+	cpath->path.total_cost = startup + remote + transfer;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	cpath->custom_paths = NIL;
+	/* paths are never copied: plain pointers, read by cj_plan_custom_path */
+	cpath->custom_private = list_make2(g, spec);
+	cpath->methods = &cj_path_methods;
+	return (Path *) cpath;
+}
+
+/* ----------------------------------------------------------------
  *		From path to plan: the remote SQL of every task
  * ----------------------------------------------------------------
  */
@@ -1691,8 +1854,8 @@ deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
 }
 
 static char *
-task_sql(CjJoinGroup *g, List *scan_vars, int cls, Oid serverid,
-		 CjSqlContext *sc)
+task_sql(CjJoinGroup *g, List *scan_vars, CjUpperSpec *spec, int cls,
+		 Oid serverid, CjSqlContext *sc)
 {
 	StringInfoData buf;
 	StringInfoData from;
@@ -1720,6 +1883,20 @@ task_sql(CjJoinGroup *g, List *scan_vars, int cls, Oid serverid,
 	{
 		appendStringInfoString(&buf, " WHERE ");
 		append_string_list(&buf, where, " AND ", "true");
+	}
+	if (spec && spec->ngroup > 0)
+	{
+		int			i;
+
+		/* by position: the items are written once, in the select list */
+		appendStringInfoString(&buf, " GROUP BY ");
+		for (i = 1; i <= spec->ngroup; i++)
+			appendStringInfo(&buf, "%s%d", i > 1 ? ", " : "", i);
+	}
+	if (spec && spec->having)
+	{
+		appendStringInfoString(&buf, " HAVING ");
+		append_quals(&buf, spec->having, sc);
 	}
 	return buf.data;
 }
@@ -1820,6 +1997,7 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 {
 	CjJoinAttempt *attempt = find_attempt(rel);
 	CjJoinGroup *g;
+	CjUpperSpec *spec = NULL;
 	CustomScan *cscan = makeNode(CustomScan);
 	List	   *scan_vars = NIL;
 	List	   *scan_tlist = NIL;
@@ -1830,21 +2008,42 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	List	   *prune_exprs;
 	int			prune_rel = -1;
 
-	if (attempt == NULL || attempt->group == NULL)
+	if (best_path->custom_private != NIL)
+	{
+		/* an upper path: the group and what its remote query computes */
+		g = (CjJoinGroup *) linitial(best_path->custom_private);
+		spec = (CjUpperSpec *) lsecond(best_path->custom_private);
+	}
+	else if (attempt == NULL || attempt->group == NULL)
 		elog(ERROR, "colojoin: no plan information for a colocated join path");
-	g = attempt->group;
+	else
+		g = attempt->group;
 
-	/* what the nodes must return: the join's output and the local filters */
-	/*
-	 * The path's own target, not rel->reltarget: by now the planner may have
-	 * replaced the latter with the final target list, expressions included.
-	 */
-	foreach(lc, pull_var_clause((Node *) best_path->path.pathtarget->exprs,
-								PVC_RECURSE_PLACEHOLDERS))
-		scan_vars = list_append_unique(scan_vars, lfirst(lc));
-	foreach(lc, pull_var_clause((Node *) g->local_quals, PVC_RECURSE_PLACEHOLDERS))
-		scan_vars = list_append_unique(scan_vars, lfirst(lc));
-	scan_tlist = add_to_flat_tlist(NIL, scan_vars);
+	if (spec)
+	{
+		/* an upper path: the nodes return exactly spec's select list */
+		int			resno = 1;
+
+		scan_vars = spec->remote_exprs;
+		foreach(lc, scan_vars)
+			scan_tlist = lappend(scan_tlist,
+								 makeTargetEntry((Expr *) lfirst(lc), resno++, NULL, false));
+	}
+	else
+	{
+		/*
+		 * What the nodes must return: the join's output and the local
+		 * filters' columns.  The path's own target, not rel->reltarget: by
+		 * now the planner may have replaced the latter with the final target
+		 * list, expressions included.
+		 */
+		foreach(lc, pull_var_clause((Node *) best_path->path.pathtarget->exprs,
+									PVC_RECURSE_PLACEHOLDERS))
+			scan_vars = list_append_unique(scan_vars, lfirst(lc));
+		foreach(lc, pull_var_clause((Node *) g->local_quals, PVC_RECURSE_PLACEHOLDERS))
+			scan_vars = list_append_unique(scan_vars, lfirst(lc));
+		scan_tlist = add_to_flat_tlist(NIL, scan_vars);
+	}
 
 	memset(&sc, 0, sizeof(sc));
 	sc.g = g;
@@ -1866,7 +2065,7 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		t = lappend(t, makeInteger(task->cls));
 		t = lappend(t, makeInteger((int) task->serverid));
 		t = lappend(t, makeString(cj_node_name(task->serverid)));
-		t = lappend(t, makeString(task_sql(g, scan_vars, task->cls,
+		t = lappend(t, makeString(task_sql(g, scan_vars, spec, task->cls,
 										   task->serverid, &sc)));
 		t = lappend(t, makeString(cj_class_label(g->space, task->cls)));
 		t = lappend(t, makeInteger(remainder));
@@ -1874,7 +2073,9 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 
 	private = NIL;
-	private = lappend(private, makeString(psprintf("colocated on %s", g->keys_text)));
+	private = lappend(private,
+					  makeString(spec ? psprintf("%s, colocated on %s", spec->strategy, g->keys_text) :
+								 psprintf("colocated on %s", g->keys_text)));
 	private = lappend(private, makeInteger(g->space->nclasses));
 	private = lappend(private, makeInteger(g->npruned));
 	private = lappend(private, makeInteger(g->nempty));
@@ -1921,14 +2122,14 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 
 	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = g->local_quals;
+	cscan->scan.plan.qual = spec ? spec->local_quals : g->local_quals;
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = NIL;
 	cscan->custom_exprs = list_concat(sc.dctx.params, prune_exprs);
 	cscan->custom_private = private;
 	cscan->custom_scan_tlist = scan_tlist;
-	cscan->custom_relids = bms_copy(rel->relids);
+	cscan->custom_relids = bms_copy(g->rel->relids);
 	cscan->methods = &cj_scan_methods;
 
 	return (Plan *) cscan;

@@ -14,7 +14,7 @@
 # by an earlier run is stopped and recreated first.
 #
 # Settings (environment):
-#   CJ_PORT          coordinator port, nodes on the next ports (default 23432)
+#   CJ_PORT          coordinator port, nodes on the next ports (default 26100)
 #   CJ_CLUSTER_DIR   cluster, scratch and output directory
 #                                   (default /tmp/colojoin-tests-$CJ_PORT)
 #   CJ_NODES         number of nodes (default 3)
@@ -31,7 +31,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 
-export CJ_PORT=${CJ_PORT:-23432}
+export CJ_PORT=${CJ_PORT:-26100}
 export CJ_CLUSTER_DIR=${CJ_CLUSTER_DIR:-/tmp/colojoin-tests-$CJ_PORT}
 export CJ_NODES=${CJ_NODES:-3}
 
