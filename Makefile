@@ -20,7 +20,8 @@ OBJS = \
 	src/explain.o \
 	src/hints.o \
 	src/aggregates.o \
-	src/combine.o
+	src/combine.o \
+	src/ordering.o
 
 EXTENSION = colojoin
 DATA = colojoin--1.0.sql

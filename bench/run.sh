@@ -414,6 +414,8 @@ SQL
 	echo "$SCALE" >"$LOADED_MARK"
 fi
 
+N_LINEITEM=$(PGOPTIONS="-c colojoin.enable=off" q -At -c 'SELECT count(*) FROM lineitem')
+
 # --- queries ------------------------------------------------------------------
 
 # J1's range holds ~30k orders (72 of 2405 days), ~120k joined rows at SCALE 1
@@ -511,9 +513,25 @@ run_session() {
 			echo '\o'
 		fi
 	} >"$script"
-	PGOPTIONS="${CFG_OPTS[$cfg]}" q -f "$script" >"$OUT/raw/${cfg}_$name.log"
+	run_psql "$cfg" "$name" "$script" || return 0
 	grep '^Time:' "$OUT/raw/${cfg}_$name.log" | awk '{ print $2 }' >"$OUT/raw/${cfg}_$name.times"
 	[ "$(wc -l <"$OUT/raw/${cfg}_$name.times")" -ge "$(min_reps)" ] || die "$cfg $name: too few timings"
+}
+
+# Runs a session script; when it fails (a query error), keeps the error in
+# raw/<cfg>_<name>.error for the report, leaves no timings, and returns 1: the
+# benchmark goes on and fails at the end.
+run_psql() {
+	local cfg=$1 name=$2 script=$3
+	: >"$OUT/raw/${cfg}_$name.times"
+	rm -f "$OUT/raw/${cfg}_$name.error"
+	if ! PGOPTIONS="${CFG_OPTS[$cfg]}" q -f "$script" >"$OUT/raw/${cfg}_$name.log" 2>"$OUT/raw/${cfg}_$name.stderr"; then
+		grep -m1 'ERROR' "$OUT/raw/${cfg}_$name.stderr" | sed 's/^psql:[^ ]* //' >"$OUT/raw/${cfg}_$name.error"
+		[ -s "$OUT/raw/${cfg}_$name.error" ] || echo "psql failed" >"$OUT/raw/${cfg}_$name.error"
+		echo "  $name FAILED in configuration $cfg: $(cat "$OUT/raw/${cfg}_$name.error")" >&2
+		return 1
+	fi
+	return 0
 }
 
 # planning time: EXPLAIN's "Planning Time", REPS times after one warm-up
@@ -529,7 +547,7 @@ run_plan() {
 		echo '\o'
 		for j in $(seq 1 "$REPS"); do echo "EXPLAIN (SUMMARY ON, COSTS OFF) ${SQLQ[PLAN]};"; done
 	} >"$script"
-	PGOPTIONS="${CFG_OPTS[$cfg]}" q -f "$script" >"$OUT/raw/${cfg}_PLAN.log"
+	run_psql "$cfg" PLAN "$script" || return 0
 	grep 'Planning Time:' "$OUT/raw/${cfg}_PLAN.log" | awk '{ print $3 }' >"$OUT/raw/${cfg}_PLAN.times"
 	[ "$(wc -l <"$OUT/raw/${cfg}_PLAN.times")" = "$REPS" ] || die "$cfg PLAN: expected $REPS timings"
 }
@@ -542,7 +560,11 @@ run_p1() {
 	for j in $(seq 1 "$P1_N"); do
 		k=$((1 + (j * 7919 + 13) % N_ORDERS))
 		t0=$(date +%s%N)
-		PGOPTIONS="${CFG_OPTS[$cfg]}" q -At -c "$P_TEMPLATE $k" >/dev/null
+		if ! PGOPTIONS="${CFG_OPTS[$cfg]}" q -At -c "$P_TEMPLATE $k" >/dev/null 2>"$OUT/raw/${cfg}_P1.stderr"; then
+			grep -m1 ERROR "$OUT/raw/${cfg}_P1.stderr" >"$OUT/raw/${cfg}_P1.error" || echo "psql failed" >"$OUT/raw/${cfg}_P1.error"
+			: >"$OUT/raw/${cfg}_P1.times"
+			return 0
+		fi
 		t1=$(date +%s%N)
 		awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) / 1e6 }' >>"$OUT/raw/${cfg}_P1.times"
 	done
@@ -556,8 +578,11 @@ run_p2() {
 	rm -f "$OUT/raw/${cfg}_P2.log"*
 	(cd "$OUT/raw" && PGOPTIONS="${CFG_OPTS[$cfg]}" "$PGBENCH" -n -h 127.0.0.1 -p "$CJ_PORT" -U postgres \
 		-t "$P2_N" -f "$OUT/sql/P2.pgbench" --random-seed=42 -l --log-prefix="${cfg}_P2.log" bench \
-		>"$OUT/raw/${cfg}_P2.pgbench.out" 2>&1) ||
-		{ cat "$OUT/raw/${cfg}_P2.pgbench.out" >&2; die "pgbench failed for $cfg"; }
+		>"$OUT/raw/${cfg}_P2.pgbench.out" 2>&1) || {
+		grep -m1 ERROR "$OUT/raw/${cfg}_P2.pgbench.out" >"$OUT/raw/${cfg}_P2.error" || echo "pgbench failed" >"$OUT/raw/${cfg}_P2.error"
+		: >"$OUT/raw/${cfg}_P2.times"
+		return 0
+	}
 	cat "$OUT/raw/${cfg}_P2.log".* | awk '{ printf "%.3f\n", $3 / 1000 }' >"$OUT/raw/${cfg}_P2.times"
 }
 
@@ -644,8 +669,9 @@ TARGET_LIMIT[Q2]=1.1
 {
 	echo "# colojoin benchmark $STAMP"
 	echo
-	echo "\`SCALE=$SCALE REPS=$REPS P1_N=$P1_N P2_N=$P2_N bench/run.sh\`; $(nproc) cores; $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (+ working tree);"
-	echo "orders $N_ORDERS rows, lineitem $(q -At -c 'SELECT count(*) FROM lineitem' 2>/dev/null || echo '?') rows, part $N_PART rows;"
+	echo "\`SCALE=$SCALE REPS=$REPS P1_N=$P1_N P2_N=$P2_N bench/run.sh\`, $(date '+%Y-%m-%d %H:%M'), $(nproc) cores;"
+	echo "colojoin built from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') plus $(git -C "$ROOT" status --short -- src 2>/dev/null | wc -l) changed files in src/ (the working tree);"
+	echo "orders $N_ORDERS rows, lineitem $N_LINEITEM rows, part $N_PART rows;"
 	echo "load average before: $(sed 's/.*load average: //' "$OUT/raw/load_before.txt"), after: $(sed 's/.*load average: //' "$OUT/raw/load_after.txt")."
 	echo
 	echo "Median milliseconds (PLAN: planning time only). Native: (a) PostgreSQL defaults;"
@@ -658,62 +684,93 @@ TARGET_LIMIT[Q2]=1.1
 	echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |"
 } >"$REPORT"
 
+errors=()
 for row in "${rows[@]}"; do
 	IFS='|' read -r label tf ck lim title <<<"$row"
-	declare -A med=() shown=()
+	declare -A med=() shown=() bad=()
 	for cfg in $CONFIGS; do
+		bad[$cfg]=""
+		for f in "$OUT/raw/${cfg}_$tf.error" "$OUT/raw/${cfg}_$ck.error"; do
+			if [ -s "$f" ] && [ -z "${bad[$cfg]}" ]; then
+				bad[$cfg]=$(head -1 "$f")
+				errors+=("$label in configuration $cfg: ${bad[$cfg]}")
+				failed=1
+			fi
+		done
 		med[$cfg]=$(median <"$OUT/raw/${cfg}_$tf.times")
 		shown[$cfg]=$(fmt "${med[$cfg]}")
 		n=$(wc -l <"$OUT/raw/${cfg}_$tf.times")
-		case $tf in
-		P1) [ "$n" = "$P1_N" ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
-		P2) [ "$n" = "$P2_N" ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
-		*) [ "$n" = "$REPS" ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
-		esac
+		if [ -n "${bad[$cfg]}" ]; then
+			med[$cfg]=NA
+			shown[$cfg]=ERROR
+		else
+			case $tf in
+			P1) [ "$n" = "$P1_N" ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
+			P2) [ "$n" = "$P2_N" ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
+			*) [ "$n" = "$REPS" ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
+			esac
+		fi
 	done
 	best=$(min_of "${med[a]}" "${med[b]}" "${med[c]}")
-	bestcfg=a
+	[ -n "$best" ] || best=NA
+	bestcfg=-
 	for cfg in c b a; do
 		if [ "${med[$cfg]}" = "$best" ]; then bestcfg=$cfg; fi
 	done
 	rat=$(ratio "$best" "${med[colojoin]}")
 	limv="-"
 	limr="-"
-	if [ "$lim" != "-" ] && [ -f "$OUT/raw/limit_$lim.times" ]; then
+	if [ "$lim" != "-" ] && [ -s "$OUT/raw/limit_$lim.times" ]; then
 		limv=$(median <"$OUT/raw/limit_$lim.times")
 		limr=$(ratio "${med[colojoin]}" "$limv")
 	fi
 	# plan: colojoin's must be checked, natives must not have it
 	used=no
-	grep -q ColocatedJoin "$OUT/plans/colojoin_$ck.txt" && used=yes
+	if grep -q ColocatedJoin "$OUT/plans/colojoin_$ck.txt" 2>/dev/null; then used=yes; fi
 	for cfg in a b c; do
-		if grep -q ColocatedJoin "$OUT/plans/${cfg}_$ck.txt"; then
+		if grep -q ColocatedJoin "$OUT/plans/${cfg}_$ck.txt" 2>/dev/null; then
 			used="$used (BUG: also in native $cfg)"
 			failed=1
 		fi
 	done
-	# checksums
-	same=yes
-	c0=$(checksum colojoin "$ck")
-	for cfg in a b c; do
-		if [ "$(checksum "$cfg" "$ck")" != "$c0" ]; then
+	# checksums of the configurations that ran: all must be equal
+	same=""
+	c0=""
+	for cfg in $CONFIGS; do
+		[ -z "${bad[$cfg]}" ] || continue
+		if [ ! -s "$OUT/check/${cfg}_$ck.txt" ]; then
+			same="NO ($cfg: empty result)"
+			failed=1
+			continue
+		fi
+		c=$(checksum "$cfg" "$ck")
+		if [ -z "$c0" ]; then
+			c0=$c
+		elif [ "$c" != "$c0" ]; then
 			same="NO ($cfg differs)"
 			failed=1
 		fi
 	done
-	[ -s "$OUT/check/colojoin_$ck.txt" ] || { same="NO (empty result)"; failed=1; }
-	[ "$same" = yes ] && same="yes ($c0)"
+	[ -n "$same" ] || same="yes ($c0)"
 	tgt=""
 	if [ -n "${TARGET_SPEEDUP[$label]:-}" ]; then
 		tgt="ratio >= ${TARGET_SPEEDUP[$label]}: $(awk -v r="$rat" -v t="${TARGET_SPEEDUP[$label]}" 'BEGIN { print (r != "-" && r + 0 >= t) ? "met" : "NOT met" }')"
 	fi
 	if [ -n "${TARGET_LIMIT[$label]:-}" ]; then
-		[ -n "$tgt" ] && tgt="$tgt; "
-		tgt="${tgt}limit <= ${TARGET_LIMIT[$label]}: $(awk -v r="$limr" -v t="${TARGET_LIMIT[$label]}" 'BEGIN { print (r != "-" && r + 0 <= t) ? "met" : "NOT met" }')"
+		[ -z "$tgt" ] || tgt="$tgt; "
+		tgt="${tgt}colojoin / limit <= ${TARGET_LIMIT[$label]}: $(awk -v r="$limr" -v t="${TARGET_LIMIT[$label]}" 'BEGIN { print (r != "-" && r + 0 <= t) ? "met" : "NOT met" }')"
 	fi
 	echo "| $title | ${shown[colojoin]} | ${shown[a]} | ${shown[b]} | ${shown[c]} | $(fmt "$best") ($bestcfg) | $rat | $(fmt "$limv") | $limr | $used | $same | $tgt |" >>"$REPORT"
-	unset med shown
+	unset med shown bad
 done
+if [ ${#errors[@]} -gt 0 ]; then
+	{
+		echo
+		echo "Errors:"
+		echo
+		for e in "${errors[@]}"; do echo "- $e"; done
+	} >>"$REPORT"
+fi
 
 # memory: the coordinator backend's peak RSS
 {
@@ -729,7 +786,7 @@ done
 		for cfg in $CONFIGS; do
 			h0=$(awk '$1 == "HWM0" { print $2 }' "$OUT/raw/${cfg}_$name.log")
 			h1=$(awk '$1 == "HWM1" { print $2 }' "$OUT/raw/${cfg}_$name.log")
-			line="$line $h0 -> $h1 |"
+			if [ -n "$h1" ]; then line="$line $h0 -> $h1 |"; else line="$line - |"; fi
 		done
 		echo "$line"
 	done
@@ -742,7 +799,7 @@ echo
 cat "$REPORT"
 if [ $failed != 0 ]; then
 	echo
-	echo "run.sh: FAILED: results differ between configurations or a native plan used colojoin (see 'same result' above and $OUT/check/)" >&2
+	echo "run.sh: FAILED: a query failed, results differ between configurations, or a native plan used colojoin (see the report above and $OUT/)" >&2
 	exit 1
 fi
 say "done: $REPORT"

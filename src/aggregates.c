@@ -477,7 +477,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	if (ngroup > 0 && cj_group_groups_by_key(g, group_exprs) &&
 		all_shippable(root, aggrefs))
 	{
-		CjUpperSpec *spec = palloc0(sizeof(CjUpperSpec));
+		CjUpperSpec *spec = cj_make_spec(NULL);
 
 		spec->remote_exprs = list_concat(list_copy(group_exprs), aggrefs);
 		spec->ngroup = ngroup;
@@ -491,6 +491,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		spec->strategy = "grouped on the nodes";
 		add_path(output_rel,
 				 cj_make_upper_path(root, output_rel, g, target, spec, numgroups));
+		cj_remember_upper(output_rel, g, spec);
 		return;
 	}
 
@@ -509,7 +510,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		final_having = (List *) replace_aggrefs_mutator(copyObject((Node *) having), &cxt);
 		if (!d.failed && all_shippable(root, d.partials))
 		{
-			CjUpperSpec *spec = palloc0(sizeof(CjUpperSpec));
+			CjUpperSpec *spec = cj_make_spec(NULL);
 			List	   *lower_exprs = list_concat(list_copy(group_exprs), d.partials);
 			PathTarget *lower_target = make_target(lower_exprs, group_refs);
 			Path	   *lower;
@@ -564,7 +565,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		}
 		if (ok && all_shippable(root, arg_vars))
 		{
-			CjUpperSpec *spec = palloc0(sizeof(CjUpperSpec));
+			CjUpperSpec *spec = cj_make_spec(NULL);
 			List	   *lower_exprs = list_concat(list_copy(group_exprs), arg_vars);
 			PathTarget *lower_target = make_target(lower_exprs, group_refs);
 			Path	   *lower;
@@ -612,11 +613,17 @@ cj_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
 
-	if (stage != UPPERREL_GROUP_AGG)
+	if (stage != UPPERREL_GROUP_AGG && stage != UPPERREL_ORDERED)
 		return;
 	if (!colojoin_enable || !colojoin_enable_colocated_join ||
 		!colojoin_enable_aggregate_pushdown)
 		return;
+	if (stage == UPPERREL_ORDERED)
+	{
+		if (colojoin_is_active())
+			cj_add_ordered_paths(root, input_rel, output_rel);
+		return;
+	}
 	if (input_rel->reloptkind != RELOPT_BASEREL &&
 		input_rel->reloptkind != RELOPT_JOINREL)
 		return;

@@ -672,6 +672,41 @@ settle_connection(CjConnection *c, bool cancelled)
 		c->in_flight = false;
 }
 
+/*
+ * cj_conn_cancel
+ *		Stop the query in flight on conn (a scan that needs no more rows,
+ *		say) and leave the connection idle.  When the cancel aborted the
+ *		remote transaction, it is rolled back and begun anew at the next use
+ *		in this local transaction; one that held changes dooms the local
+ *		transaction instead of losing them silently.  Never throws.
+ */
+void
+cj_conn_cancel(CjConnection *conn)
+{
+	char	   *err = NULL;
+
+	if (conn->conn == NULL || !conn->in_flight)
+		return;
+	quiet_cancel(conn);
+	if (!quiet_drain(conn->conn,
+					 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												 CJ_CLEANUP_TIMEOUT_MS),
+					 &err))
+	{
+		close_connection(conn);
+		conn->in_flight = false;
+		return;
+	}
+	conn->in_flight = false;
+	if (err != NULL)
+	{
+		if (conn->write_min_level > 0)
+			conn->doomed = true;
+		else
+			conn->needs_restart = true;
+	}
+}
+
 /* ----------------------------------------------------------------
  *		Opening connections
  * ----------------------------------------------------------------

@@ -101,4 +101,11 @@ extern void cj_conn_note_write(CjConnection *conn, const char *undo_sql,
  */
 extern bool cj_connection_busy(Oid serverid, Oid userid, int slot);
 
+/*
+ * cj_conn_cancel: stop the query in flight and leave the connection idle
+ * (the remote transaction restarts at the next use if the cancel aborted
+ * it).  Never throws.
+ */
+extern void cj_conn_cancel(CjConnection *conn);
+
 #endif							/* COLOJOIN_CONNECTION_H */

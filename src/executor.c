@@ -577,9 +577,9 @@ cj_exec_scan(CustomScanState *node)
 
 /*
  * stop_workers
- *		Leave every connection idle: read and discard what a query still in
- *		flight returns (the remote transaction stays usable, which a cancel
- *		would not guarantee).
+ *		Leave every connection idle.  A task still sending rows nobody will
+ *		read (a LIMIT was satisfied, say) is cancelled rather than read to
+ *		the end; tasks not started yet are simply never sent.
  */
 static void
 stop_workers(CjScanState *st)
@@ -589,13 +589,12 @@ stop_workers(CjScanState *st)
 	for (i = 0; i < st->nworkers; i++)
 	{
 		CjWorker   *w = &st->workers[i];
-		PGresult   *res;
 
 		if (w->task == NULL)
 			continue;
-		while ((res = cj_get_result(w->conn)) != NULL)
-			PQclear(res);
-		finish_task(st, w);
+		cj_conn_cancel(w->conn);
+		w->task->done = true;
+		w->task = NULL;
 	}
 }
 

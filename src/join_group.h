@@ -23,7 +23,23 @@ typedef struct CjUpperSpec
 	List	   *having;			/* remote HAVING, implicit AND (Aggrefs) */
 	List	   *local_quals;	/* run on the coordinator over the result */
 	const char *strategy;		/* for EXPLAIN: what each task computes */
+
+	/* ORDER BY / LIMIT of each task; the coordinator merges */
+	List	   *order_exprs;	/* Expr */
+	List	   *order_ops;		/* Oid of each sort operator (< or >) */
+	List	   *order_nulls_first;	/* bool (int) of each */
+	double		limit;			/* rows per task, or -1 */
+	bool		with_ties;		/* FETCH FIRST n ROWS WITH TIES */
 } CjUpperSpec;
+
+/*
+ * With remote_exprs NIL a spec describes the join's own rows (the columns
+ * the path's target needs), ordered and limited; otherwise exactly
+ * remote_exprs.
+ */
+
+/* a spec with nothing set: no grouping, no order, no limit */
+extern CjUpperSpec *cj_make_spec(const char *strategy);
 
 /*
  * cj_group_for_input: the colocated group whose rows rel holds (a join
@@ -43,6 +59,19 @@ extern bool cj_group_has_local_quals(CjJoinGroup *g);
 extern bool cj_group_groups_by_key(CjJoinGroup *g, List *exprs);
 
 extern int	cj_group_ntasks(CjJoinGroup *g);
+
+/*
+ * Remember, for a grouped relation, the group and the spec of its fully
+ * pushed-down aggregation, so that ORDER BY ... LIMIT above it can be
+ * pushed into the same tasks.
+ */
+extern void cj_remember_upper(RelOptInfo *rel, CjJoinGroup *g,
+							  CjUpperSpec *spec);
+extern CjUpperSpec *cj_recall_upper(RelOptInfo *rel, CjJoinGroup **g);
+
+/* ORDER BY ... LIMIT paths for the ordered relation (ordering.c) */
+extern void cj_add_ordered_paths(PlannerInfo *root, RelOptInfo *input_rel,
+								 RelOptInfo *ordered_rel);
 
 /*
  * cj_make_upper_path: a CustomPath of parent producing target, whose tasks

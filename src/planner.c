@@ -36,6 +36,7 @@
 #include "utils/rel.h"
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 #include "catalog/pg_opfamily.h"
 
 #include "colojoin.h"
@@ -109,6 +110,7 @@ typedef struct CjJoinAttempt
 	CjJoinGroup *group;			/* NULL while every attempt failed */
 	List	   *reasons;		/* why the failed attempts failed */
 	char	   *names;			/* its tables, for the decision log */
+	CjUpperSpec *upper;			/* for a grouped relation: full pushdown */
 } CjJoinAttempt;
 
 static List *cj_attempts = NIL;
@@ -1388,6 +1390,36 @@ cj_group_for_input(PlannerInfo *root, RelOptInfo *rel)
 	return g;
 }
 
+CjUpperSpec *
+cj_make_spec(const char *strategy)
+{
+	CjUpperSpec *spec = palloc0(sizeof(CjUpperSpec));
+
+	spec->strategy = strategy;
+	spec->limit = -1;
+	return spec;
+}
+
+void
+cj_remember_upper(RelOptInfo *rel, CjJoinGroup *g, CjUpperSpec *spec)
+{
+	CjJoinAttempt *a = get_attempt(rel);
+
+	a->group = g;
+	a->upper = spec;
+}
+
+CjUpperSpec *
+cj_recall_upper(RelOptInfo *rel, CjJoinGroup **g)
+{
+	CjJoinAttempt *a = find_attempt(rel);
+
+	if (a == NULL || a->upper == NULL)
+		return NULL;
+	*g = a->group;
+	return a->upper;
+}
+
 bool
 cj_group_has_local_quals(CjJoinGroup *g)
 {
@@ -1567,6 +1599,17 @@ append_string_list(StringInfo buf, List *items, const char *sep,
 			appendStringInfoString(buf, sep);
 		appendStringInfoString(buf, (char *) lfirst(lc));
 	}
+}
+
+static int
+list_index_of_expr(List *list, Expr *e)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (equal(lfirst(lc), e))
+			return foreach_current_index(lc);
+	return -1;
 }
 
 static void
@@ -1898,6 +1941,38 @@ task_sql(CjJoinGroup *g, List *scan_vars, CjUpperSpec *spec, int cls,
 		appendStringInfoString(&buf, " HAVING ");
 		append_quals(&buf, spec->having, sc);
 	}
+	if (spec && spec->order_exprs)
+	{
+		ListCell   *le,
+				   *lo,
+				   *ln;
+
+		appendStringInfoString(&buf, " ORDER BY ");
+		forthree(le, spec->order_exprs, lo, spec->order_ops, ln, spec->order_nulls_first)
+		{
+			Expr	   *e = (Expr *) lfirst(le);
+			TypeCacheEntry *tc = lookup_type_cache(exprType((Node *) e), TYPECACHE_LT_OPR);
+			int			pos = list_member(spec->remote_exprs, e) ?
+				list_index_of_expr(spec->remote_exprs, e) + 1 : 0;
+
+			if (le != list_head(spec->order_exprs))
+				appendStringInfoString(&buf, ", ");
+			if (pos > 0)
+				appendStringInfo(&buf, "%d", pos);
+			else
+				cj_deparse_expr(&buf, e, &sc->dctx);
+			appendStringInfo(&buf, "%s%s",
+							 lfirst_oid(lo) == tc->lt_opr ? " ASC" : " DESC",
+							 lfirst_int(ln) ? " NULLS FIRST" : " NULLS LAST");
+		}
+	}
+	if (spec && spec->limit >= 0)
+	{
+		if (spec->with_ties)
+			appendStringInfo(&buf, " FETCH FIRST %.0f ROWS WITH TIES", spec->limit);
+		else
+			appendStringInfo(&buf, " LIMIT %.0f", spec->limit);
+	}
 	return buf.data;
 }
 
@@ -2019,7 +2094,7 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	else
 		g = attempt->group;
 
-	if (spec)
+	if (spec && spec->remote_exprs != NIL)
 	{
 		/* an upper path: the nodes return exactly spec's select list */
 		int			resno = 1;
@@ -2122,7 +2197,8 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 
 	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = spec ? spec->local_quals : g->local_quals;
+	cscan->scan.plan.qual = (spec && spec->remote_exprs) ? spec->local_quals :
+		g->local_quals;
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
 	cscan->custom_plans = NIL;
