@@ -1155,6 +1155,8 @@ cj_get_connection(Oid serverid, Oid userid, int slot)
 {
 	CjConnection *c;
 	int			level;
+	bool		reused;
+	volatile bool reconnect = false;
 
 	Assert(OidIsValid(serverid));
 	Assert(slot >= 0);
@@ -1169,12 +1171,26 @@ cj_get_connection(Oid serverid, Oid userid, int slot)
 	if (c->doomed)
 		report_doomed(c);
 
+	/*
+	 * An idle cached connection whose node restarted since its last use has
+	 * the server's goodbye (or EOF) waiting in its socket: reading it now,
+	 * without blocking, marks the connection bad so it is reopened below
+	 * instead of failing the first command of the new transaction.
+	 */
+	if (c->conn != NULL && !c->xact_open && PQstatus(c->conn) == CONNECTION_OK)
+	{
+		/* the first read may return the goodbye, the second the EOF */
+		if (PQconsumeInput(c->conn))
+			(void) PQconsumeInput(c->conn);
+	}
+
 	/* retire a connection that changed or broke, unless a transaction needs it */
 	if (c->conn != NULL && !c->xact_open &&
 		(c->invalidated || PQstatus(c->conn) != CONNECTION_OK ||
 		 PQtransactionStatus(c->conn) != PQTRANS_IDLE))
 		close_connection(c);
 
+	reused = (c->conn != NULL);
 	if (c->conn == NULL)
 	{
 		ForeignServer *server = GetForeignServer(serverid);
@@ -1204,7 +1220,43 @@ cj_get_connection(Oid serverid, Oid userid, int slot)
 		reset_xact_state(c);
 	}
 	if (!c->xact_open)
-		begin_remote_xact(c);
+	{
+		if (reused)
+		{
+			/*
+			 * A cached connection may have died with its node without our
+			 * noticing: when starting its transaction fails because the
+			 * connection is gone, open a new one once (nothing depended on
+			 * the old one yet).
+			 */
+			MemoryContext ctx = CurrentMemoryContext;
+
+			PG_TRY();
+			{
+				begin_remote_xact(c);
+			}
+			PG_CATCH();
+			{
+				if (c->conn == NULL || PQstatus(c->conn) != CONNECTION_BAD)
+					PG_RE_THROW();
+				MemoryContextSwitchTo(ctx);
+				FlushErrorState();
+				close_connection(c);
+				reset_xact_state(c);
+				reconnect = true;
+			}
+			PG_END_TRY();
+			if (reconnect)
+			{
+				ForeignServer *server = GetForeignServer(serverid);
+
+				connect_node(c, server, lookup_user_mapping(userid, server));
+				begin_remote_xact(c);
+			}
+		}
+		else
+			begin_remote_xact(c);
+	}
 
 	/*
 	 * First use inside a subtransaction of a connection that holds changes
