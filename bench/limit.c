@@ -15,6 +15,8 @@
  *	  TASKFILE: one task a line, "conninfo<TAB>sql".  Connections are opened
  *	  before the first run; run 0 is a warm-up that is not reported.  Prints
  *	  one line per timed run: "<milliseconds> <rows received>".
+ *	  LIMIT_SINGLE_ROW=1 receives rows in libpq's single-row mode instead of
+ *	  whole results (to compare the cost of that mode).
  *
  *-------------------------------------------------------------------------
  */
@@ -27,6 +29,9 @@
 #include <libpq-fe.h>
 
 #define MAX_TASKS 1024
+
+/* LIMIT_SINGLE_ROW=1: receive in libpq's single-row mode (for comparison) */
+static int	single_row = 0;
 
 static double
 now_ms(void)
@@ -58,6 +63,8 @@ run_all(PGconn **conns, char **sqls, int ntasks)
 	{
 		if (!PQsendQuery(conns[i], sqls[i]))
 			die("send", conns[i]);
+		if (single_row && !PQsetSingleRowMode(conns[i]))
+			die("single-row mode", conns[i]);
 		done[i] = 0;
 	}
 	while (remaining > 0)
@@ -94,7 +101,8 @@ run_all(PGconn **conns, char **sqls, int ntasks)
 					remaining--;
 					break;
 				}
-				if (PQresultStatus(res) == PGRES_TUPLES_OK)
+				if (PQresultStatus(res) == PGRES_TUPLES_OK ||
+					PQresultStatus(res) == PGRES_SINGLE_TUPLE)
 					rows += PQntuples(res);
 				else if (PQresultStatus(res) != PGRES_COMMAND_OK)
 				{
@@ -128,6 +136,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	runs = atoi(argv[2]);
+	single_row = getenv("LIMIT_SINGLE_ROW") && atoi(getenv("LIMIT_SINGLE_ROW")) == 1;
 	if ((f = fopen(argv[1], "r")) == NULL)
 	{
 		perror(argv[1]);

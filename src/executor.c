@@ -107,6 +107,26 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 		task->remainder = intVal(list_nth(t, CJ_TASK_HASH_REMAINDER));
 	}
 
+	{
+		List	   *moves = (List *) list_nth(priv, CJ_PRIVATE_MOVES);
+
+		st->nmoves = list_length(moves);
+		st->moves = palloc0(sizeof(CjExecMove) * Max(st->nmoves, 1));
+		i = 0;
+		foreach(lc, moves)
+		{
+			List	   *m = (List *) lfirst(lc);
+			CjExecMove *move = &st->moves[i++];
+
+			move->dest = (Oid) intVal(list_nth(m, CJ_MOVE_DEST));
+			move->create_sql = strVal(list_nth(m, CJ_MOVE_CREATE));
+			move->copy_in_sql = strVal(list_nth(m, CJ_MOVE_COPY_IN));
+			move->drop_sql = strVal(list_nth(m, CJ_MOVE_DROP));
+			move->sources = (List *) list_nth(m, CJ_MOVE_SOURCES);
+			move->label = strVal(list_nth(m, CJ_MOVE_LABEL));
+		}
+	}
+
 	/* parameters: evaluated when the scan starts */
 	st->param_states = ExecInitExprList(cscan->custom_exprs, &node->ss.ps);
 	st->nparams = list_length(cscan->custom_exprs);
@@ -283,6 +303,71 @@ send_task(CjScanState *st, CjWorker *w, CjExecTask *task)
 }
 
 /*
+ * run_moves
+ *		Fill the temporary tables of the plan's moves, one COPY stream per
+ *		source node, through the coordinator in bounded memory.  A table is
+ *		made fresh each time (a rescan may bring other parameters).  The
+ *		tables live in the remote transaction: an error or a cancel rolls
+ *		them back with it, and a coordinator that dies takes the node's
+ *		session, and its temporary tables, along.
+ */
+static void
+run_moves(CjScanState *st, Oid userid)
+{
+	int			i;
+
+	for (i = 0; i < st->nmoves; i++)
+	{
+		CjExecMove *move = &st->moves[i];
+		CjConnection *dst = cj_get_connection(move->dest, userid, 0);
+		char	   *context = psprintf("moving %s", move->label);
+		ListCell   *lc;
+		instr_time	start,
+					end;
+
+		INSTR_TIME_SET_CURRENT(start);
+		cj_exec_command(dst, psprintf("%s; %s", move->drop_sql, move->create_sql),
+						context);
+		move->created = true;
+		move->bytes = 0;
+		foreach(lc, move->sources)
+		{
+			List	   *source = (List *) lfirst(lc);
+			Oid			srcid = (Oid) intVal(linitial(source));
+
+			/* a node reading its own rows does so on a second connection */
+			CjConnection *src = cj_get_connection(srcid, userid,
+												  srcid == move->dest ? 1 : 0);
+
+			move->bytes += cj_copy_rows(src, strVal(lsecond(source)), dst,
+										move->copy_in_sql, context);
+		}
+		INSTR_TIME_SET_CURRENT(end);
+		INSTR_TIME_SUBTRACT(end, start);
+		move->seconds = INSTR_TIME_GET_DOUBLE(end);
+	}
+}
+
+/* drop the temporary tables of the moves once every task is done */
+static void
+drop_moves(CjScanState *st)
+{
+	Oid			userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+	int			i;
+
+	for (i = 0; i < st->nmoves; i++)
+	{
+		CjExecMove *move = &st->moves[i];
+
+		if (!move->created)
+			continue;
+		move->created = false;
+		cj_exec_command(cj_get_connection(move->dest, userid, 0),
+						move->drop_sql, "dropping moved rows");
+	}
+}
+
+/*
  * start_scan
  *		Open the connections the tasks need, up to max_connections_per_node
  *		per node, and send each its first task; each node starts working
@@ -339,15 +424,22 @@ start_scan(CjScanState *st)
 		}
 	}
 
+	run_moves(st, userid);
+
+	/*
+	 * Moved rows sit in temporary tables of one connection per node: the
+	 * tasks that read them run there.
+	 */
 	forboth(ls, servers, lcnt, counts)
-		n += Min(lfirst_int(lcnt), colojoin_max_connections_per_node);
+		n += Min(lfirst_int(lcnt), st->nmoves > 0 ? 1 : colojoin_max_connections_per_node);
 	if (st->workers == NULL || st->nworkers < n)
 		st->workers = MemoryContextAllocZero(st->css.ss.ps.state->es_query_cxt,
 											 sizeof(CjWorker) * Max(n, 1));
 	st->nworkers = 0;
 	forboth(ls, servers, lcnt, counts)
 	{
-		int			nconn = Min(lfirst_int(lcnt), colojoin_max_connections_per_node);
+		int			nconn = Min(lfirst_int(lcnt),
+								st->nmoves > 0 ? 1 : colojoin_max_connections_per_node);
 		int			slot;
 
 		for (slot = 0; slot < nconn; slot++)
@@ -604,7 +696,10 @@ cj_end_scan(CustomScanState *node)
 	CjScanState *st = (CjScanState *) node;
 
 	if (st->started)
+	{
 		stop_workers(st);
+		drop_moves(st);
+	}
 }
 
 static void
@@ -613,7 +708,10 @@ cj_rescan(CustomScanState *node)
 	CjScanState *st = (CjScanState *) node;
 
 	if (st->started)
+	{
 		stop_workers(st);
+		drop_moves(st);
+	}
 	st->started = false;
 }
 

@@ -31,6 +31,20 @@ typedef struct CjExecTask
 	double		seconds;
 } CjExecTask;
 
+/* rows moved into a temporary table on one node before the tasks */
+typedef struct CjExecMove
+{
+	Oid			dest;
+	char	   *create_sql;
+	char	   *copy_in_sql;
+	char	   *drop_sql;
+	List	   *sources;		/* List of [Integer server, String sql] */
+	char	   *label;
+	bool		created;		/* to drop at the end */
+	uint64		bytes;
+	double		seconds;
+} CjExecMove;
+
 /* one connection working for the scan */
 typedef struct CjWorker
 {
@@ -55,6 +69,8 @@ typedef struct CjScanState
 	Oid			userid;
 	int			ntasks;
 	CjExecTask *tasks;
+	int			nmoves;
+	CjExecMove *moves;
 
 	/* parameters sent as $1..$n */
 	List	   *param_states;	/* ExprState * */

@@ -89,6 +89,27 @@ cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 		appendStringInfo(&buf, "%s%s %d", buf.len ? ", " : "", ns->node, ns->tasks);
 	}
 	ExplainPropertyText("Tasks", buf.len ? buf.data : "none", es);
+	if (st->nmoves > 0)
+	{
+		resetStringInfo(&buf);
+		for (i = 0; i < st->nmoves; i++)
+			appendStringInfo(&buf, "%s%s", i ? "; " : "", st->moves[i].label);
+		ExplainPropertyText("Moves", buf.data, es);
+		if (es->analyze)
+		{
+			uint64		bytes = 0;
+			double		seconds = 0;
+
+			for (i = 0; i < st->nmoves; i++)
+			{
+				bytes += st->moves[i].bytes;
+				seconds += st->moves[i].seconds;
+			}
+			ExplainPropertyUInteger("Bytes Moved", NULL, bytes, es);
+			if (es->timing)
+				ExplainPropertyFloat("Move Time", "ms", seconds * 1000.0, 3, es);
+		}
+	}
 	if (es->analyze && st->pruned_at_run_time)
 		ExplainPropertyInteger("Tasks Run", NULL, st->ntasks_run, es);
 	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);

@@ -37,6 +37,7 @@
 #include "utils/ruleutils.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
+#include "catalog/pg_collation.h"
 #include "catalog/pg_opfamily.h"
 
 #include "colojoin.h"
@@ -60,7 +61,25 @@ typedef struct CjBaseRel
 	List	   *quals;			/* its restriction clauses (Expr) */
 	List	   *remote_quals;	/* those that run on the node */
 	bool		filter_in_derived;	/* quals go into a derived table */
+
+	/*
+	 * Redistribution (DESIGN §3): a table whose rows are moved to the nodes
+	 * of the group's classes instead of being read where they are.  Moved
+	 * tables have no place in the class space (space_index -1).
+	 */
+	int			space_index;	/* its table in the group's class space */
+	int			move;			/* CJ_MOVE_* */
+	AttrNumber	move_key;		/* CJ_MOVE_REPARTITION: column hashed */
+	Oid			move_hashfn;	/* its hash support function */
+	int			move_modulus;	/* the anchor's modulus */
+	List	   *move_attnos;	/* columns the moved rows carry */
+	char	   *move_name;		/* base name of its temporary tables */
 } CjBaseRel;
+
+#define CJ_MOVE_NONE		0
+#define CJ_MOVE_PARTITIONS	1	/* partitions that refine the class, copied */
+#define CJ_MOVE_REPARTITION 2	/* rows routed by the anchor's hash function */
+#define CJ_MOVE_BROADCAST	3	/* the whole table to every task's node */
 
 /* The join tree of a colocated group, as it will be written in SQL */
 typedef struct CjJoinTree
@@ -101,6 +120,7 @@ struct CjJoinGroup
 	Oid			userid;
 	bool		trust_placement;	/* joinOptions(is_colocated_by_join_keys) */
 	List	   *hints_used;		/* CjHint * this group follows */
+	char	   *move_text;		/* what moves, for EXPLAIN, or NULL */
 };
 
 /* Join relations examined during one planner() call */
@@ -460,6 +480,50 @@ shift_tree(CjJoinTree *t, int offset)
 	return c;
 }
 
+/* the hash remainder of class c (hash class spaces), or -1 */
+static int
+class_remainder(CjJoinGroup *g, int c)
+{
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+		int			m;
+
+		if (br->move != CJ_MOVE_NONE)
+			continue;
+		m = CJ_MEMBER(g->space, c, br->space_index);
+		if (m >= 0 && br->table->strategy == PARTITION_STRATEGY_HASH)
+			return br->table->classes[m].bound->remainder;
+	}
+	return -1;
+}
+
+/*
+ * moved_present
+ *		Whether a moved table can have rows in class c: for copied
+ *		partitions, when one of its live partitions refines the class; rows
+ *		routed or broadcast may belong to any class.
+ */
+static bool
+moved_present(CjJoinGroup *g, CjBaseRel *br, int c)
+{
+	int			r;
+	int			k;
+
+	if (br->move != CJ_MOVE_PARTITIONS)
+		return true;
+	r = class_remainder(g, c);
+	if (r < 0)
+		return true;
+	for (k = 0; k < br->table->nclasses; k++)
+		if (br->class_live[k] &&
+			br->table->classes[k].bound->remainder % br->move_modulus == r)
+			return true;
+	return false;
+}
+
 /*
  * assign_tasks
  *		Decide which classes run and where: a class runs when the join can
@@ -491,8 +555,14 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 		for (t = 0; t < nt; t++)
 		{
 			CjBaseRel  *br = list_nth(g->rels, t);
-			int			m = CJ_MEMBER(g->space, c, t);
+			int			m;
 
+			if (br->move != CJ_MOVE_NONE)
+			{
+				present[t] = moved_present(g, br, c);
+				continue;
+			}
+			m = CJ_MEMBER(g->space, c, br->space_index);
 			present[t] = (m >= 0 && br->class_live[m]);
 			any_member |= (m >= 0);
 			any_live |= present[t];
@@ -510,13 +580,14 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 		for (t = 0; t < nt; t++)
 		{
 			CjBaseRel  *br = list_nth(g->rels, t);
-			int			m = CJ_MEMBER(g->space, c, t);
+			int			m;
 			CjClass    *cls;
 			List	   *here;
 			int			l;
 
-			if (!present[t])
+			if (!present[t] || br->move != CJ_MOVE_NONE)
 				continue;
+			m = CJ_MEMBER(g->space, c, br->space_index);
 			cls = &br->table->classes[m];
 			for (l = 0; l < cls->nleaves; l++)
 			{
@@ -547,9 +618,10 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 			for (t = 0; t < nt && nodes == NIL; t++)
 			{
 				CjBaseRel  *br = list_nth(g->rels, t);
-				int			m = CJ_MEMBER(g->space, c, t);
+				int			m = br->space_index < 0 ? -1 :
+					CJ_MEMBER(g->space, c, br->space_index);
 
-				if (present[t])
+				if (present[t] && m >= 0)
 					nodes = cj_common_nodes(&br->table->classes[m], br->leaf_live[m]);
 			}
 		}
@@ -561,12 +633,13 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 			for (t = 0; t < nt; t++)
 			{
 				CjBaseRel  *br = list_nth(g->rels, t);
-				int			m = CJ_MEMBER(g->space, c, t);
+				int			m;
 				List	   *here;
 				ListCell   *lc2;
 
-				if (!present[t])
+				if (!present[t] || br->move != CJ_MOVE_NONE)
 					continue;
+				m = CJ_MEMBER(g->space, c, br->space_index);
 				here = cj_common_nodes(&br->table->classes[m], br->leaf_live[m]);
 				appendStringInfo(&where, "%s%s on ", where.len ? ", " : "",
 								 br->alias);
@@ -766,14 +839,18 @@ describe_keys(CjJoinGroup *g)
 	for (p = 0; p < first->table->partnatts; p++)
 	{
 		ListCell   *lc;
+		bool		firstrel = true;
 
 		if (p > 0)
 			appendStringInfoString(&buf, ", ");
 		foreach(lc, g->rels)
 		{
-			if (lc != list_head(g->rels))
+			if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
+				continue;
+			if (!firstrel)
 				appendStringInfoString(&buf, " = ");
 			appendStringInfoString(&buf, key_name(lfirst(lc), p));
+			firstrel = false;
 		}
 	}
 	g->keys_text = buf.data;
@@ -786,11 +863,26 @@ describe_keys(CjJoinGroup *g)
  *		conditions split into remote and local ones.
  */
 static bool
-finish_group(PlannerInfo *root, CjJoinGroup *g, List *tables, List **reasons)
+finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
 {
 	CjBaseRel  *first = linitial(g->rels);
 	CjHint	   *trust = cj_hint_trust_colocation(cj_hints);
+	List	   *tables = NIL;
 	ListCell   *lc;
+
+	/* the class space is that of the tables read in place */
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->move != CJ_MOVE_NONE)
+			br->space_index = -1;
+		else
+		{
+			br->space_index = list_length(tables);
+			tables = lappend(tables, br->table);
+		}
+	}
 
 	if (trust)
 	{
@@ -824,6 +916,23 @@ finish_group(PlannerInfo *root, CjJoinGroup *g, List *tables, List **reasons)
 	return true;
 }
 
+/* private copies: a group sets fields of its tables that depend on it */
+static List *
+copy_rels(List *rels)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, rels)
+	{
+		CjBaseRel  *br = palloc(sizeof(CjBaseRel));
+
+		memcpy(br, lfirst(lc), sizeof(CjBaseRel));
+		result = lappend(result, br);
+	}
+	return result;
+}
+
 /*
  * try_colocated_join
  *		The colocated group for joinrel built from outerrel and innerrel, or
@@ -840,7 +949,6 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 			   *g;
 	CjJoinTree *t;
 	CjBaseRel  *first;
-	List	   *tables = NIL;
 	List	   *joinquals = NIL;
 	List	   *otherquals = NIL;
 	ListCell   *lc;
@@ -887,7 +995,7 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 
 	g = palloc0(sizeof(CjJoinGroup));
 	g->rel = joinrel;
-	g->rels = list_concat(list_copy(og->rels), ig->rels);
+	g->rels = copy_rels(list_concat(list_copy(og->rels), ig->rels));
 	nouter = list_length(og->rels);
 
 	/* DESIGN §2 rule 2: the partition schemes agree */
@@ -896,9 +1004,10 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	{
 		CjBaseRel  *br = lfirst(lc);
 
+		if (br->move != CJ_MOVE_NONE)
+			continue;
 		if (br != first && !cj_schemes_compatible(first->table, br->table, reasons))
 			return NULL;
-		tables = lappend(tables, br->table);
 	}
 
 	/*
@@ -923,12 +1032,19 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 		foreach(lo, og->rels)
 		{
 			CjBaseRel  *o = lfirst(lo);
-			Var		   *ov = key_var(o, p);
+			Var		   *ov;
 
+			if (o->move != CJ_MOVE_NONE)
+				continue;
+			ov = key_var(o, p);
 			foreach(li, ig->rels)
 			{
 				CjBaseRel  *i = lfirst(li);
-				Var		   *iv = key_var(i, p);
+				Var		   *iv;
+
+				if (i->move != CJ_MOVE_NONE)
+					continue;
+				iv = key_var(i, p);
 
 				if (clause_equates(joinquals, ov, iv, o->table->partopfamily[p]) ||
 					((jointype == JOIN_INNER || jointype == JOIN_SEMI) &&
@@ -964,11 +1080,310 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	t->otherquals = otherquals;
 	g->tree = t;
 
-	if (!finish_group(root, g, tables, reasons))
+	if (!finish_group(root, g, reasons))
 		return NULL;
 	if (!check_target(g, joinrel, reasons))
 		return NULL;
 	return g;
+}
+
+/* ----------------------------------------------------------------
+ *		Redistribution (DESIGN §3): moving the smaller side
+ * ----------------------------------------------------------------
+ */
+
+/* the common modulus of a hash-partitioned table, or -1 */
+static int
+single_modulus(CjTable *table)
+{
+	int			c;
+
+	if (table->strategy != PARTITION_STRATEGY_HASH || table->nclasses == 0)
+		return -1;
+	for (c = 1; c < table->nclasses; c++)
+		if (table->classes[c].bound->modulus != table->classes[0].bound->modulus)
+			return -1;
+	return table->classes[0].bound->modulus;
+}
+
+static bool
+live_leaves_foreign(CjBaseRel *br, List **reasons)
+{
+	int			c,
+				l;
+
+	for (c = 0; c < br->table->nclasses; c++)
+		for (l = 0; l < br->table->classes[c].nleaves; l++)
+			if (br->leaf_live[c][l] && !br->table->classes[c].leaves[l].is_foreign)
+			{
+				*reasons = lappend(*reasons,
+								   psprintf("partition %s of %s is not a postgres_fdw foreign table",
+											get_rel_name(br->table->classes[c].leaves[l].relid),
+											br->alias));
+				return false;
+			}
+	return true;
+}
+
+static bool
+contains_param_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return true;
+	return expression_tree_walker(node, contains_param_walker, context);
+}
+
+/*
+ * choose_move
+ *		How rows of table mb can reach the classes of group ag (anchor: its
+ *		first table, whose partition function defines the classes), or
+ *		CJ_MOVE_NONE.  Copying the partitions that refine each class moves
+ *		the least; routing by the anchor's hash function moves the table
+ *		once; broadcasting moves it once per node, so only a small table.
+ */
+static int
+choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
+			List *joinquals, JoinType jointype, List **reasons)
+{
+	CjBaseRel  *anchor = linitial(ag->rels);
+	int			ma = single_modulus(anchor->table);
+	int			mbmod = single_modulus(mb->table);
+	bool		ec_ok = (jointype == JOIN_INNER || jointype == JOIN_SEMI);
+	List	   *ignored = NIL;
+	int			nnodes = 0;
+	List	   *nodes = NIL;
+	ListCell   *lc;
+	int			p;
+	double		repartition_rows = -1;
+
+	foreach(lc, ag->tasks)
+		if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
+			nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
+	nnodes = Max(list_length(nodes), 1);
+
+	/* moved rows are read with COPY, which takes no parameters */
+	if (contains_param_walker((Node *) mb->quals, NULL))
+	{
+		*reasons = lappend(*reasons,
+						   psprintf("%s has a condition with a parameter, which a move cannot carry",
+									mb->alias));
+		return CJ_MOVE_NONE;
+	}
+
+	if (colojoin_enable_redistribution && ma > 0 && mbmod > 0 &&
+		mbmod % ma == 0 &&
+		cj_schemes_compatible(anchor->table, mb->table, &ignored))
+	{
+		/* hash partitions of mb refine the anchor's: equal keys required */
+		for (p = 0; p < anchor->table->partnatts; p++)
+		{
+			Var		   *av = key_var(anchor, p);
+			Var		   *bv = key_var(mb, p);
+
+			if (!clause_equates(joinquals, av, bv, anchor->table->partopfamily[p]) &&
+				!(ec_ok && exprs_known_equal(root, (Node *) av, (Node *) bv)))
+				break;
+		}
+		if (p == anchor->table->partnatts)
+		{
+			mb->move_modulus = ma;
+			return CJ_MOVE_PARTITIONS;
+		}
+	}
+
+	if (colojoin_enable_redistribution && ma > 0 && anchor->table->partnatts == 1 &&
+		anchor->table->partattrs[0] != 0)
+	{
+		/* a column of mb equated with the anchor's key: route by its hash */
+		Var		   *av = key_var(anchor, 0);
+		Relation	rel = RelationIdGetRelation(mb->relid);
+		TupleDesc	desc = RelationGetDescr(rel);
+		int			a;
+
+		for (a = 0; a < desc->natts; a++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, a);
+			Var		   *bv;
+			Oid			fn;
+
+			if (att->attisdropped)
+				continue;
+			bv = makeVar(mb->rtindex, att->attnum, att->atttypid, att->atttypmod,
+						 att->attcollation, 0);
+			if (!clause_equates(joinquals, av, bv, anchor->table->partopfamily[0]) &&
+				!(ec_ok && exprs_known_equal(root, (Node *) av, (Node *) bv)))
+				continue;
+			fn = get_opfamily_proc(anchor->table->partopfamily[0], att->atttypid,
+								   att->atttypid, HASHEXTENDED_PROC);
+			if (!OidIsValid(fn) || fn >= FirstGenbkiObjectId ||
+				(OidIsValid(att->attcollation) &&
+				 !get_collation_isdeterministic(att->attcollation)))
+				continue;
+			mb->move_key = att->attnum;
+			mb->move_hashfn = fn;
+			mb->move_modulus = ma;
+			repartition_rows = mrel->rows;
+			break;
+		}
+		RelationClose(rel);
+	}
+
+	if (colojoin_enable_broadcast && mrel->rows <= colojoin_broadcast_threshold &&
+		(repartition_rows < 0 || mrel->rows * nnodes < repartition_rows))
+		return CJ_MOVE_BROADCAST;
+	if (repartition_rows >= 0)
+		return CJ_MOVE_REPARTITION;
+
+	*reasons = lappend(*reasons,
+					   psprintf("%s cannot be moved to %s's nodes: %s", mb->alias,
+								anchor->alias,
+								!colojoin_enable_redistribution && !colojoin_enable_broadcast ?
+								"redistribution and broadcast are disabled" :
+								"it is not joined on the partition key and is too large to broadcast"));
+	return CJ_MOVE_NONE;
+}
+
+static char *
+move_description(CjBaseRel *mb, CjBaseRel *anchor)
+{
+	switch (mb->move)
+	{
+		case CJ_MOVE_PARTITIONS:
+			return psprintf("partitions of %s refining those of %s, copied where needed",
+							quote_identifier(mb->alias), quote_identifier(anchor->alias));
+		case CJ_MOVE_REPARTITION:
+			return psprintf("%s repartitioned by hash of %s.%s like %s",
+							quote_identifier(mb->alias), quote_identifier(mb->alias),
+							quote_identifier(get_attname(mb->relid, mb->move_key, false)),
+							quote_identifier(anchor->alias));
+		case CJ_MOVE_BROADCAST:
+			return psprintf("%s broadcast to the nodes of %s",
+							quote_identifier(mb->alias), quote_identifier(anchor->alias));
+	}
+	return "";
+}
+
+static int	move_name_counter = 0;
+
+/*
+ * try_redistributed_join
+ *		When a join is not colocated, a group on one side and a sharded table
+ *		on the other that may move (it is not preserved by an outer join):
+ *		the table's rows go to the nodes of the group's classes and every
+ *		class joins there.
+ */
+static CjJoinGroup *
+try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
+					   RelOptInfo *outerrel, RelOptInfo *innerrel,
+					   JoinType jointype, JoinPathExtraData *extra,
+					   List **reasons)
+{
+	List	   *joinquals = NIL;
+	List	   *otherquals = NIL;
+	ListCell   *lc;
+	int			attempt;
+
+	if (jointype == JOIN_RIGHT)
+	{
+		RelOptInfo *tmp = outerrel;
+
+		outerrel = innerrel;
+		innerrel = tmp;
+		jointype = JOIN_LEFT;
+	}
+	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
+		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
+		return NULL;
+	foreach(lc, extra->restrictlist)
+		if (lfirst_node(RestrictInfo, lc)->pseudoconstant)
+			return NULL;
+	if (jointype == JOIN_INNER || jointype == JOIN_SEMI)
+	{
+		foreach(lc, extra->restrictlist)
+			joinquals = lappend(joinquals, lfirst_node(RestrictInfo, lc)->clause);
+	}
+	else
+		extract_actual_join_clauses(extra->restrictlist, joinrel->relids,
+									&joinquals, &otherquals);
+
+	/* the side that moves must not be preserved by the join */
+	for (attempt = 0; attempt < 2; attempt++)
+	{
+		RelOptInfo *arel = attempt == 0 ? outerrel : innerrel;
+		RelOptInfo *mrel = attempt == 0 ? innerrel : outerrel;
+		CjJoinGroup *ag;
+		CjJoinGroup *g;
+		CjBaseRel  *mb;
+		CjJoinTree *t;
+		CjJoinTree *leaf;
+		Bitmapset  *attnos = NULL;
+		int			a;
+
+		if (attempt == 1 && jointype != JOIN_INNER)
+			break;
+		if (mrel->reloptkind != RELOPT_BASEREL)
+			continue;
+		ag = group_for_rel(root, arel, reasons);
+		if (ag == NULL)
+			continue;
+		if (ag->rel->reloptkind == RELOPT_BASEREL &&
+			!finish_group(root, ag, reasons))
+			continue;
+		mb = make_base_rel(root, mrel, reasons);
+		if (mb == NULL || !live_leaves_foreign(mb, reasons))
+			continue;
+		if (((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
+			continue;
+
+		mb->move = choose_move(root, ag, mb, mrel, joinquals, jointype, reasons);
+		if (mb->move == CJ_MOVE_NONE)
+			continue;
+
+		/* the columns the moved rows must carry */
+		pull_varattnos((Node *) list_make4(joinrel->reltarget->exprs, joinquals,
+										   otherquals, mb->quals),
+					   mb->rtindex, &attnos);
+		a = -1;
+		mb->move_attnos = NIL;
+		while ((a = bms_next_member(attnos, a)) >= 0)
+		{
+			AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
+
+			if (attno <= 0)
+				break;
+			mb->move_attnos = lappend_int(mb->move_attnos, attno);
+		}
+		if (a >= 0)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("the join needs a system column or whole row of %s",
+										mb->alias));
+			continue;
+		}
+		mb->move_name = psprintf("colojoin_move_%d_%u", ++move_name_counter,
+								 mb->rtindex);
+
+		g = palloc0(sizeof(CjJoinGroup));
+		g->rel = joinrel;
+		g->rels = lappend(copy_rels(ag->rels), mb);
+		leaf = palloc0(sizeof(CjJoinTree));
+		leaf->is_base = true;
+		leaf->base = list_length(g->rels) - 1;
+		t = palloc0(sizeof(CjJoinTree));
+		t->jointype = jointype;
+		t->outer = ag->tree;
+		t->inner = leaf;
+		t->joinquals = joinquals;
+		t->otherquals = otherquals;
+		g->tree = t;
+		if (!finish_group(root, g, reasons) || !check_target(g, joinrel, reasons))
+			continue;
+		g->move_text = move_description(mb, linitial(g->rels));
+		return g;
+	}
+	return NULL;
 }
 
 /*
@@ -1012,6 +1427,20 @@ add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
 	nnodes = Max(list_length(nodes), 1);
 
 	startup = 100.0 + 0.5 * list_length(g->tasks);
+	/* moved rows cross the network twice and are written on the node */
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+		RelOptInfo *brel;
+		double		moved;
+
+		if (br->move == CJ_MOVE_NONE)
+			continue;
+		brel = find_base_rel(root, br->rtindex);
+		moved = brel->rows * (br->move == CJ_MOVE_BROADCAST ? nnodes :
+							  br->move == CJ_MOVE_PARTITIONS ? 0.5 : 1.0);
+		startup += 50.0 + moved * (3 * cpu_tuple_cost + brel->reltarget->width * 0.0002);
+	}
 	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
 			  rows * cpu_tuple_cost) / nnodes;
 	transfer = rows * (cpu_tuple_cost + width * 0.0001);
@@ -1221,6 +1650,10 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 
 	group = try_colocated_join(root, joinrel, outerrel, innerrel, jointype,
 							   extra, &reasons);
+	if (group == NULL && force == NULL &&
+		(colojoin_enable_redistribution || colojoin_enable_broadcast))
+		group = try_redistributed_join(root, joinrel, outerrel, innerrel,
+									   jointype, extra, &reasons);
 	if (group == NULL)
 	{
 		ListCell   *lc;
@@ -1378,9 +1811,7 @@ cj_group_for_input(PlannerInfo *root, RelOptInfo *rel)
 	if (attempt->reasons != NIL)
 		return NULL;
 	g = group_for_rel(root, rel, &reasons);
-	if (g == NULL ||
-		!finish_group(root, g, list_make1(((CjBaseRel *) linitial(g->rels))->table),
-					  &reasons))
+	if (g == NULL || !finish_group(root, g, &reasons))
 	{
 		attempt->reasons = lappend(attempt->reasons,
 								   makeString(pstrdup("not a sharded table colojoin can run")));
@@ -1570,20 +2001,6 @@ name_var(Var *var, void *arg)
 					cj_quote_ident(get_attname(br->relid, var->varattno, false)));
 }
 
-static int
-list_index_of_base(CjJoinGroup *g, CjBaseRel *br)
-{
-	ListCell   *lc;
-
-	foreach(lc, g->rels)
-	{
-		if (lfirst(lc) == br)
-			return foreach_current_index(lc);
-	}
-	elog(ERROR, "colojoin: table not in its join group");
-	return -1;					/* keep compiler quiet */
-}
-
 /* items joined by sep, or empty_text when there are none */
 static void
 append_string_list(StringInfo buf, List *items, const char *sep,
@@ -1703,6 +2120,149 @@ placement_on(CjLeaf *leaf, Oid serverid)
 	return NULL;				/* keep compiler quiet */
 }
 
+/* a relation with the table's columns and no rows */
+static void
+append_empty_relation(StringInfo buf, CjBaseRel *br)
+{
+	Relation	rel = RelationIdGetRelation(br->relid);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			a;
+	bool		firstcol = true;
+
+	appendStringInfoString(buf, "(SELECT ");
+	for (a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(buf, "%sNULL::%s AS %s", firstcol ? "" : ", ",
+						 cj_type_name(att->atttypid, att->atttypmod),
+						 cj_quote_ident(NameStr(att->attname)));
+		firstcol = false;
+	}
+	if (firstcol)
+		appendStringInfoString(buf, "NULL");
+	appendStringInfoString(buf, " WHERE false)");
+	RelationClose(rel);
+}
+
+/* the live leaves of a moved table whose partitions refine class c */
+static List *
+refining_leaves(CjJoinGroup *g, CjBaseRel *br, int c)
+{
+	List	   *leaves = NIL;
+	int			r = class_remainder(g, c);
+	int			k,
+				l;
+
+	for (k = 0; k < br->table->nclasses; k++)
+	{
+		CjClass    *cls = &br->table->classes[k];
+
+		if (!br->class_live[k] || cls->bound->remainder % br->move_modulus != r)
+			continue;
+		for (l = 0; l < cls->nleaves; l++)
+			if (br->leaf_live[k][l])
+				leaves = lappend(leaves, &cls->leaves[l]);
+	}
+	return leaves;
+}
+
+static bool
+leaf_on_node(CjLeaf *leaf, Oid serverid)
+{
+	int			i;
+
+	for (i = 0; i < leaf->nplacements; i++)
+		if (leaf->placements[i].serverid == serverid)
+			return true;
+	return false;
+}
+
+static bool
+leaves_on_node(List *leaves, Oid serverid)
+{
+	ListCell   *lc;
+
+	foreach(lc, leaves)
+		if (!leaf_on_node(lfirst(lc), serverid))
+			return false;
+	return true;
+}
+
+/* "colojoin_move_3_2" or, per class, "colojoin_move_3_2_c5", quoted */
+static char *
+move_table_name(CjBaseRel *br, int cls)
+{
+	return psprintf("pg_temp.%s",
+					cj_quote_ident(cls < 0 ? br->move_name :
+								   psprintf("%s_c%d", br->move_name, cls)));
+}
+
+/* the moved columns, comma separated, optionally qualified */
+static char *
+moved_columns(CjBaseRel *br, const char *qualifier)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, br->move_attnos)
+		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "",
+						 qualifier ? qualifier : "",
+						 cj_quote_ident(get_attname(br->relid, lfirst_int(lc), false)));
+	if (buf.len == 0)
+		appendStringInfoString(&buf, "NULL");
+	return buf.data;
+}
+
+/*
+ * append_moved_from
+ *		The FROM item of a moved table in one task: the temporary table its
+ *		rows were moved into on this node (only this class's rows when they
+ *		were routed), or its own partitions when they already sit here.
+ */
+static void
+append_moved_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
+{
+	switch (br->move)
+	{
+		case CJ_MOVE_PARTITIONS:
+			{
+				List	   *leaves = refining_leaves(sc->g, br, sc->cls);
+				ListCell   *lc;
+
+				if (leaves == NIL)
+					append_empty_relation(buf, br);
+				else if (!leaves_on_node(leaves, sc->serverid))
+					appendStringInfoString(buf, move_table_name(br, sc->cls));
+				else
+				{
+					appendStringInfoChar(buf, '(');
+					foreach(lc, leaves)
+					{
+						if (lc != list_head(leaves))
+							appendStringInfoString(buf, " UNION ALL ");
+						append_leaf_select(buf, br, lfirst(lc),
+										   placement_on(lfirst(lc), sc->serverid));
+					}
+					appendStringInfoChar(buf, ')');
+				}
+				break;
+			}
+		case CJ_MOVE_REPARTITION:
+			appendStringInfo(buf, "(SELECT %s FROM %s WHERE colojoin_class = %d)",
+							 moved_columns(br, NULL), move_table_name(br, -1),
+							 class_remainder(sc->g, sc->cls));
+			break;
+		case CJ_MOVE_BROADCAST:
+			appendStringInfoString(buf, move_table_name(br, -1));
+			break;
+	}
+	appendStringInfo(buf, " r%u", br->rtindex);
+}
+
 /*
  * append_base_from
  *		The FROM item of a sharded table for one class on one node: its leaf
@@ -1712,11 +2272,18 @@ placement_on(CjLeaf *leaf, Oid serverid)
 static void
 append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 {
-	int			m = CJ_MEMBER(sc->g->space, sc->cls,
-							  list_index_of_base(sc->g, br));
-	CjClass    *cls = (m >= 0 && br->class_live[m]) ? &br->table->classes[m] : NULL;
+	int			m;
+	CjClass    *cls;
 	int			nlive = 0;
 	int			l;
+
+	if (br->move != CJ_MOVE_NONE)
+	{
+		append_moved_from(buf, br, sc);
+		return;
+	}
+	m = CJ_MEMBER(sc->g->space, sc->cls, br->space_index);
+	cls = (m >= 0 && br->class_live[m]) ? &br->table->classes[m] : NULL;
 
 	if (cls)
 		for (l = 0; l < cls->nleaves; l++)
@@ -1764,31 +2331,249 @@ append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 		appendStringInfoChar(buf, ')');
 	}
 	else
-	{
-		/* no rows of this table in the class: an empty relation */
-		Relation	rel = RelationIdGetRelation(br->relid);
-		TupleDesc	desc = RelationGetDescr(rel);
-		int			a;
-		bool		firstcol = true;
-
-		appendStringInfoString(buf, "(SELECT ");
-		for (a = 0; a < desc->natts; a++)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, a);
-
-			if (att->attisdropped)
-				continue;
-			appendStringInfo(buf, "%sNULL::%s AS %s", firstcol ? "" : ", ",
-							 cj_type_name(att->atttypid, att->atttypmod),
-							 cj_quote_ident(NameStr(att->attname)));
-			firstcol = false;
-		}
-		if (firstcol)
-			appendStringInfoString(buf, "NULL");
-		appendStringInfoString(buf, " WHERE false)");
-		RelationClose(rel);
-	}
+		append_empty_relation(buf, br);
 	appendStringInfo(buf, " r%u", br->rtindex);
+}
+
+/*
+ * source_copy_sql
+ *		COPY (...) TO STDOUT reading the moved columns of leaves on one node,
+ *		filtered by the table's own conditions; for repartitioning also the
+ *		class each row hashes to under the anchor's partition function (the
+ *		remainder of PostgreSQL's hash partitioning, computed on the node),
+ *		keeping only rows of the given classes.
+ */
+static char *
+source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
+				CjSqlContext *sc)
+{
+	StringInfoData buf;
+	StringInfoData sel;
+	ListCell   *lc;
+	char	   *alias = psprintf("r%u.", br->rtindex);
+
+	initStringInfo(&sel);
+	appendStringInfo(&sel, "SELECT %s", moved_columns(br, alias));
+	if (br->move == CJ_MOVE_REPARTITION)
+	{
+		/*
+		 * The row hash of a one-column hash partition key: the support
+		 * function with the partitioning seed, plus the constant that
+		 * hash_combine64 adds to an initial 0, modulo 2^64, then the modulus.
+		 */
+		appendStringInfo(&sel,
+						 ", ((((pg_catalog.%s(r%u.%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
+						 " + 18446744073709551616::pg_catalog.numeric + 5305509591434766563::pg_catalog.numeric)"
+						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4"
+						 " AS colojoin_class",
+						 cj_quote_ident(get_func_name(br->move_hashfn)), br->rtindex,
+						 cj_quote_ident(get_attname(br->relid, br->move_key, false)),
+						 br->move_modulus);
+	}
+	appendStringInfoString(&sel, " FROM (");
+	foreach(lc, leaves)
+	{
+		if (lc != list_head(leaves))
+			appendStringInfoString(&sel, " UNION ALL ");
+		append_leaf_select(&sel, br, lfirst(lc), placement_on(lfirst(lc), serverid));
+	}
+	appendStringInfo(&sel, ") r%u", br->rtindex);
+	if (br->remote_quals || br->move == CJ_MOVE_REPARTITION)
+	{
+		List	   *conds = NIL;
+
+		if (br->remote_quals)
+			conds = lappend(conds, quals_text(br->remote_quals, sc));
+		/* a NULL key equals nothing, and the moved side is never preserved */
+		if (br->move == CJ_MOVE_REPARTITION)
+			conds = lappend(conds,
+							psprintf("(r%u.%s IS NOT NULL)", br->rtindex,
+									 cj_quote_ident(get_attname(br->relid, br->move_key, false))));
+		appendStringInfoString(&sel, " WHERE ");
+		append_string_list(&sel, conds, " AND ", "true");
+	}
+
+	initStringInfo(&buf);
+	if (br->move == CJ_MOVE_REPARTITION)
+	{
+		appendStringInfo(&buf, "COPY (SELECT * FROM (%s) s WHERE colojoin_class = ANY ('{", sel.data);
+		foreach(lc, remainders)
+			appendStringInfo(&buf, "%s%d", lc == list_head(remainders) ? "" : ",", lfirst_int(lc));
+		appendStringInfoString(&buf, "}'::pg_catalog.int4[])) TO STDOUT");
+	}
+	else
+		appendStringInfo(&buf, "COPY (%s) TO STDOUT", sel.data);
+	return buf.data;
+}
+
+/*
+ * make_move
+ *		One move: a temporary table on dest for the moved table (one class of
+ *		it when cls >= 0), filled by one COPY stream per node that holds some
+ *		of leaves (a leaf already on dest is read there, through a second
+ *		connection).
+ */
+static List *
+make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
+		  CjSqlContext *sc)
+{
+	char	   *name = move_table_name(br, cls);
+	StringInfoData create;
+	List	   *servers = NIL;
+	List	   *sources = NIL;
+	ListCell   *lc;
+
+	initStringInfo(&create);
+	appendStringInfo(&create, "CREATE TEMP TABLE %s (", name);
+	foreach(lc, br->move_attnos)
+	{
+		Oid			typid;
+		int32		typmod;
+		Oid			collid;
+
+		get_atttypetypmodcoll(br->relid, lfirst_int(lc), &typid, &typmod, &collid);
+		appendStringInfo(&create, "%s%s %s", lc == list_head(br->move_attnos) ? "" : ", ",
+						 cj_quote_ident(get_attname(br->relid, lfirst_int(lc), false)),
+						 cj_type_name(typid, typmod));
+		if (OidIsValid(collid) && collid != DEFAULT_COLLATION_OID)
+		{
+			HeapTuple	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+
+			if (HeapTupleIsValid(tup))
+			{
+				Form_pg_collation coll = (Form_pg_collation) GETSTRUCT(tup);
+
+				appendStringInfo(&create, " COLLATE %s.%s",
+								 cj_quote_ident(get_namespace_name(coll->collnamespace)),
+								 cj_quote_ident(NameStr(coll->collname)));
+				ReleaseSysCache(tup);
+			}
+		}
+	}
+	if (br->move == CJ_MOVE_REPARTITION)
+		appendStringInfo(&create, "%scolojoin_class pg_catalog.int4",
+						 br->move_attnos ? ", " : "");
+	appendStringInfoChar(&create, ')');
+
+	/* read each leaf where it is: on dest when it is there, else its primary */
+	foreach(lc, leaves)
+	{
+		CjLeaf	   *leaf = lfirst(lc);
+		Oid			src = leaf_on_node(leaf, dest) ? dest : leaf->placements[0].serverid;
+
+		if (!list_member_oid(servers, src))
+			servers = lappend_oid(servers, src);
+	}
+	foreach(lc, servers)
+	{
+		Oid			src = lfirst_oid(lc);
+		List	   *here = NIL;
+		ListCell   *ll;
+
+		foreach(ll, leaves)
+		{
+			CjLeaf	   *leaf = lfirst(ll);
+
+			if ((leaf_on_node(leaf, dest) ? dest : leaf->placements[0].serverid) == src)
+				here = lappend(here, leaf);
+		}
+		sources = lappend(sources,
+						  list_make2(makeInteger((int) src),
+									 makeString(source_copy_sql(br, here, src,
+																remainders, sc))));
+	}
+
+	{
+		List	   *move = NIL;
+
+		move = lappend(move, makeInteger((int) dest));
+		move = lappend(move, makeString(create.data));
+		move = lappend(move, makeString(psprintf("COPY %s (%s%s) FROM STDIN", name,
+												 moved_columns(br, NULL),
+												 br->move == CJ_MOVE_REPARTITION ?
+												 ", colojoin_class" : "")));
+		move = lappend(move, makeString(psprintf("DROP TABLE IF EXISTS %s", name)));
+		move = lappend(move, sources);
+		move = lappend(move, makeString(cls >= 0 ?
+										psprintf("%s (class %s) to %s", br->alias,
+												 cj_class_label(sc->g->space, cls),
+												 cj_node_name(dest)) :
+										psprintf("%s to %s", br->alias, cj_node_name(dest))));
+		return move;
+	}
+}
+
+/*
+ * build_moves
+ *		Every move the plan makes before its tasks, and an estimate of the
+ *		rows they carry.
+ */
+static List *
+build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
+			double *rows_moved)
+{
+	List	   *moves = NIL;
+	ListCell   *lr;
+
+	*rows_moved = 0;
+	foreach(lr, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lr);
+		double		relrows;
+		List	   *all_leaves = NIL;
+		List	   *nodes = NIL;
+		ListCell   *lc;
+		int			k,
+					l;
+
+		if (br->move == CJ_MOVE_NONE)
+			continue;
+		relrows = find_base_rel(root, br->rtindex)->rows;
+		for (k = 0; k < br->table->nclasses; k++)
+			for (l = 0; l < br->table->classes[k].nleaves; l++)
+				if (br->leaf_live[k][l])
+					all_leaves = lappend(all_leaves, &br->table->classes[k].leaves[l]);
+		foreach(lc, g->tasks)
+			if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
+				nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
+
+		if (br->move == CJ_MOVE_PARTITIONS)
+		{
+			foreach(lc, g->tasks)
+			{
+				CjTask	   *task = lfirst(lc);
+				List	   *leaves = refining_leaves(g, br, task->cls);
+
+				if (leaves == NIL || leaves_on_node(leaves, task->serverid))
+					continue;
+				moves = lappend(moves, make_move(br, task->serverid, task->cls,
+												 leaves, NIL, sc));
+				*rows_moved += relrows * list_length(leaves) /
+					Max(list_length(all_leaves), 1);
+			}
+		}
+		else
+		{
+			foreach(lc, nodes)
+			{
+				Oid			node = lfirst_oid(lc);
+				List	   *remainders = NIL;
+				ListCell   *lt;
+
+				foreach(lt, g->tasks)
+					if (((CjTask *) lfirst(lt))->serverid == node)
+						remainders = lappend_int(remainders,
+												 class_remainder(g, ((CjTask *) lfirst(lt))->cls));
+				moves = lappend(moves, make_move(br, node, -1, all_leaves,
+												 remainders, sc));
+				if (br->move == CJ_MOVE_BROADCAST)
+					*rows_moved += relrows;
+			}
+			if (br->move == CJ_MOVE_REPARTITION)
+				*rows_moved += relrows;
+		}
+	}
+	return moves;
 }
 
 /*
@@ -1999,7 +2784,7 @@ find_prune_keys(CjJoinGroup *g, int *prune_rel)
 		int			p;
 		int			c;
 
-		if (table->strategy != PARTITION_STRATEGY_HASH)
+		if (table->strategy != PARTITION_STRATEGY_HASH || br->move != CJ_MOVE_NONE)
 			continue;
 		/* required: without its rows no class produces anything */
 		memset(present, true, sizeof(bool) * nt);
@@ -2082,6 +2867,8 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	ListCell   *lc;
 	List	   *prune_exprs;
 	int			prune_rel = -1;
+	List	   *moves;
+	double		rows_moved = 0;
 
 	if (best_path->custom_private != NIL)
 	{
@@ -2131,7 +2918,9 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	{
 		CjTask	   *task = lfirst(lc);
 		int			remainder = -1;
-		int			m = prune_exprs ? CJ_MEMBER(g->space, task->cls, prune_rel) : -1;
+		int			m = prune_exprs ?
+			CJ_MEMBER(g->space, task->cls,
+					  ((CjBaseRel *) list_nth(g->rels, prune_rel))->space_index) : -1;
 		List	   *t = NIL;
 
 		if (m >= 0)
@@ -2148,15 +2937,21 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 
 	private = NIL;
-	private = lappend(private,
-					  makeString(spec ? psprintf("%s, colocated on %s", spec->strategy, g->keys_text) :
-								 psprintf("colocated on %s", g->keys_text)));
+	moves = build_moves(root, g, &sc, &rows_moved);
+	{
+		char	   *on = g->move_text ?
+			psprintf("%s, then colocated on %s", g->move_text, g->keys_text) :
+			psprintf("colocated on %s", g->keys_text);
+
+		private = lappend(private,
+						  makeString(spec ? psprintf("%s, %s", spec->strategy, on) : on));
+	}
 	private = lappend(private, makeInteger(g->space->nclasses));
 	private = lappend(private, makeInteger(g->npruned));
 	private = lappend(private, makeInteger(g->nempty));
 	private = lappend(private, makeInteger((int) g->userid));
 	private = lappend(private, tasks);
-	private = lappend(private, makeInteger(0));
+	private = lappend(private, makeInteger((int) Min(rows_moved, (double) PG_INT32_MAX)));
 
 	/*
 	 * Run-time pruning: the key parameters go after the remote parameters
@@ -2195,6 +2990,7 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 							 ((CjHint *) lfirst(lc))->text);
 		private = lappend(private, makeString(hints.data));
 	}
+	private = lappend(private, moves);
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = (spec && spec->remote_exprs) ? spec->local_quals :

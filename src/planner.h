@@ -29,6 +29,7 @@ typedef enum CjPrivateIndex
 	CJ_PRIVATE_ROWS_MOVED,		/* Integer: rows moved between nodes (plan) */
 	CJ_PRIVATE_PRUNE_KEYS,		/* List: run-time pruning, see executor.c */
 	CJ_PRIVATE_HINTS,			/* String: hints this scan follows, or "" */
+	CJ_PRIVATE_MOVES,			/* List of moves, see below */
 	CJ_PRIVATE_COUNT
 } CjPrivateIndex;
 
@@ -43,6 +44,21 @@ typedef enum CjTaskIndex
 	CJ_TASK_HASH_REMAINDER,		/* Integer: hash remainder, -1 if not hash */
 	CJ_TASK_COUNT
 } CjTaskIndex;
+
+/*
+ * positions in one move's List: rows copied into a temporary table on one
+ * node before the tasks run (redistribution and broadcast)
+ */
+typedef enum CjMoveIndex
+{
+	CJ_MOVE_DEST,				/* Integer: server OID of the destination */
+	CJ_MOVE_CREATE,				/* String: creates the temporary table */
+	CJ_MOVE_COPY_IN,			/* String: COPY ... FROM STDIN */
+	CJ_MOVE_DROP,				/* String: drops it */
+	CJ_MOVE_SOURCES,			/* List of [Integer server, String COPY TO] */
+	CJ_MOVE_LABEL,				/* String: for messages and EXPLAIN */
+	CJ_MOVE_COUNT
+} CjMoveIndex;
 
 extern CustomScanMethods cj_scan_methods;
 
