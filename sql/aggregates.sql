@@ -162,6 +162,10 @@ $$;
 CREATE TABLE cj_agg.status_names (code char(1), name text);
 INSERT INTO cj_agg.status_names VALUES ('F', 'finished'), ('O', 'open'), ('P', 'pending');
 
+-- a function no node may run
+CREATE FUNCTION cj_agg.is_odd(bigint) RETURNS boolean LANGUAGE plpgsql IMMUTABLE
+AS $$ BEGIN RETURN $1 % 2 = 1; END $$;
+
 -- user-defined aggregates: no node has them
 CREATE FUNCTION cj_agg.add_int(s int8, v int) RETURNS int8 LANGUAGE plpgsql IMMUTABLE
 AS $$ BEGIN RETURN s + coalesce(v, 0); END $$;
@@ -421,6 +425,9 @@ SELECT c.* FROM (VALUES
 			   concat_ws(' ', pg_typeof(sum(f4)), pg_typeof(sum(f8)), pg_typeof(avg(f4)),
 						 pg_typeof(avg(f8)), pg_typeof(min(f4))) AS types
 		FROM vals$q$, 'partial aggregation on the nodes', 1e-6),
+	('float8', $q$
+		SELECT sum(f8) AS f_s8, avg(f8) AS f_a8, avg(f4) AS f_a4, sum(f8 * f4) AS f_sp
+		FROM vals$q$, 'partial aggregation on the nodes', 1e-12),
 	('float4 and float8 by g', $q$
 		SELECT g, sum(f4) AS f_s4, sum(f8) AS f_s8, avg(f4) AS f_a4, avg(f8) AS f_a8,
 			   min(f4) AS mn4, max(f8) AS mx8
@@ -638,6 +645,12 @@ SELECT c.* FROM (VALUES
 		SELECT o_cust, count(*) AS n FROM orders JOIN lineitem ON o_key = l_key
 		GROUP BY o_cust HAVING sum(l_qty) > 250 AND min(l_price) < 40 AND stddev(l_qty) > 6$q$,
 		'partial aggregation on the nodes'),
+	('having with a function no node may run, by the key', $q$
+		SELECT o_key, count(*) AS n, sum(l_qty) AS s FROM orders JOIN lineitem ON o_key = l_key
+		GROUP BY o_key HAVING cj_agg.is_odd(count(*)) AND sum(l_qty) > 20$q$, 'grouped on the nodes'),
+	('having with a function no node may run, by a non-key column', $q$
+		SELECT o_cust, count(*) AS n FROM orders JOIN lineitem ON o_key = l_key
+		GROUP BY o_cust HAVING cj_agg.is_odd(count(*))$q$, 'partial aggregation on the nodes'),
 	('having without group by', $q$
 		SELECT count(*) AS n FROM orders JOIN lineitem ON o_key = l_key HAVING sum(l_qty) > 0$q$,
 		'partial aggregation on the nodes'),
@@ -654,6 +667,10 @@ SELECT c.* FROM (VALUES
 	('order by an aggregate, limit, by a non-key column', $q$
 		SELECT o_cust, sum(l_qty) AS s FROM orders JOIN lineitem ON o_key = l_key
 		GROUP BY o_cust ORDER BY sum(l_qty) DESC NULLS LAST, o_cust LIMIT 5$q$,
+		'partial aggregation on the nodes'),
+	('order by an aggregate not selected, limit', $q$
+		SELECT o_cust FROM orders JOIN lineitem ON o_key = l_key
+		GROUP BY o_cust ORDER BY avg(l_price) DESC, o_cust LIMIT 6$q$,
 		'partial aggregation on the nodes'),
 	('order by an aggregate, limit, ties, by the key', $q$
 		SELECT count(*) AS n FROM orders JOIN lineitem ON o_key = l_key

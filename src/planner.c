@@ -302,7 +302,7 @@ make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 		if (rinfo->pseudoconstant)
 		{
 			*reasons = lappend(*reasons,
-							   psprintf("%s has a condition that does not depend on its rows", br->alias));
+							   psprintf("table %s has a condition that does not depend on its rows", br->alias));
 			return NULL;
 		}
 		br->quals = lappend(br->quals, rinfo->clause);
@@ -1026,7 +1026,7 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (first->table->partattrs[p] == 0)
 		{
 			*reasons = lappend(*reasons,
-							   psprintf("%s is partitioned on an expression", first->alias));
+							   psprintf("table %s is partitioned on an expression", first->alias));
 			return NULL;
 		}
 		foreach(lo, og->rels)
@@ -1145,8 +1145,12 @@ contains_param_walker(Node *node, void *context)
  */
 static int
 choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
-			List *joinquals, JoinType jointype, List **reasons)
+			List *joinquals, JoinType jointype, int forced, List **reasons)
 {
+	bool		allow_redistribution = (forced == CJ_MOVE_REPARTITION) ||
+		(forced == CJ_MOVE_NONE && colojoin_enable_redistribution);
+	bool		allow_broadcast = (forced == CJ_MOVE_BROADCAST) ||
+		(forced == CJ_MOVE_NONE && colojoin_enable_broadcast);
 	CjBaseRel  *anchor = linitial(ag->rels);
 	int			ma = single_modulus(anchor->table);
 	int			mbmod = single_modulus(mb->table);
@@ -1167,12 +1171,12 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 	if (contains_param_walker((Node *) mb->quals, NULL))
 	{
 		*reasons = lappend(*reasons,
-						   psprintf("%s has a condition with a parameter, which a move cannot carry",
+						   psprintf("table %s has a condition with a parameter, which a move cannot carry",
 									mb->alias));
 		return CJ_MOVE_NONE;
 	}
 
-	if (colojoin_enable_redistribution && ma > 0 && mbmod > 0 &&
+	if (allow_redistribution && ma > 0 && mbmod > 0 &&
 		mbmod % ma == 0 &&
 		cj_schemes_compatible(anchor->table, mb->table, &ignored))
 	{
@@ -1193,7 +1197,7 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 		}
 	}
 
-	if (colojoin_enable_redistribution && ma > 0 && anchor->table->partnatts == 1 &&
+	if (allow_redistribution && ma > 0 && anchor->table->partnatts == 1 &&
 		anchor->table->partattrs[0] != 0)
 	{
 		/* a column of mb equated with the anchor's key: route by its hash */
@@ -1230,16 +1234,20 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 		RelationClose(rel);
 	}
 
-	if (colojoin_enable_broadcast && mrel->rows <= colojoin_broadcast_threshold &&
+	if (forced == CJ_MOVE_BROADCAST)
+		return CJ_MOVE_BROADCAST;
+	if (allow_broadcast && mrel->rows <= colojoin_broadcast_threshold &&
 		(repartition_rows < 0 || mrel->rows * nnodes < repartition_rows))
 		return CJ_MOVE_BROADCAST;
 	if (repartition_rows >= 0)
 		return CJ_MOVE_REPARTITION;
 
 	*reasons = lappend(*reasons,
-					   psprintf("%s cannot be moved to %s's nodes: %s", mb->alias,
+					   psprintf("table %s cannot be moved to the nodes of %s: %s", mb->alias,
 								anchor->alias,
-								!colojoin_enable_redistribution && !colojoin_enable_broadcast ?
+								forced == CJ_MOVE_REPARTITION ?
+								"it is not joined on a column it could be repartitioned by" :
+								!allow_redistribution && !allow_broadcast ?
 								"redistribution and broadcast are disabled" :
 								"it is not joined on the partition key and is too large to broadcast"));
 	return CJ_MOVE_NONE;
@@ -1278,7 +1286,7 @@ static CjJoinGroup *
 try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 					   RelOptInfo *outerrel, RelOptInfo *innerrel,
 					   JoinType jointype, JoinPathExtraData *extra,
-					   List **reasons)
+					   RelOptInfo *must_move, int forced, List **reasons)
 {
 	List	   *joinquals = NIL;
 	List	   *otherquals = NIL;
@@ -1295,7 +1303,11 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 	}
 	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
 		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
+	{
+		*reasons = lappend(*reasons,
+						   pstrdup("a full join keeps the rows of both sides, so neither side may move"));
 		return NULL;
+	}
 	foreach(lc, extra->restrictlist)
 		if (lfirst_node(RestrictInfo, lc)->pseudoconstant)
 			return NULL;
@@ -1323,7 +1335,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 
 		if (attempt == 1 && jointype != JOIN_INNER)
 			break;
-		if (mrel->reloptkind != RELOPT_BASEREL)
+		if (mrel->reloptkind != RELOPT_BASEREL ||
+			(must_move != NULL && mrel != must_move))
 			continue;
 		ag = group_for_rel(root, arel, reasons);
 		if (ag == NULL)
@@ -1337,7 +1350,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
 			continue;
 
-		mb->move = choose_move(root, ag, mb, mrel, joinquals, jointype, reasons);
+		mb->move = choose_move(root, ag, mb, mrel, joinquals, jointype, forced,
+							   reasons);
 		if (mb->move == CJ_MOVE_NONE)
 			continue;
 
@@ -1588,6 +1602,9 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	bool		enabled = colojoin_enable && colojoin_enable_colocated_join;
 	CjHint	   *force = NULL;
 	CjHint	   *forbid;
+	CjHint	   *move_hint = NULL;
+	RelOptInfo *must_move = NULL;
+	int			forced_move = CJ_MOVE_NONE;
 
 	if (prev_join_pathlist_hook)
 		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel,
@@ -1609,19 +1626,55 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 			forbid->used = true;
 			return;
 		}
+
+		/*
+		 * Hints that ask for a move: RedistributeJoin(a b) on this very join,
+		 * Redistribute(b) or BroadcastJoin(b) naming one of its sides.
+		 */
+		move_hint = find_hint(root, joinrel->relids, true,
+							  CJ_HINT_REDISTRIBUTE_JOIN, CJ_HINT_REDISTRIBUTE_JOIN);
+		if (move_hint)
+			forced_move = CJ_MOVE_REPARTITION;
+		if (innerrel->reloptkind == RELOPT_BASEREL)
+		{
+			CjHint	   *h = find_hint(root, innerrel->relids, true,
+									  CJ_HINT_REDISTRIBUTE, CJ_HINT_BROADCAST_JOIN);
+
+			if (h)
+			{
+				move_hint = h;
+				must_move = innerrel;
+			}
+		}
+		if (outerrel->reloptkind == RELOPT_BASEREL)
+		{
+			CjHint	   *h = find_hint(root, outerrel->relids, true,
+									  CJ_HINT_REDISTRIBUTE, CJ_HINT_BROADCAST_JOIN);
+
+			if (h)
+			{
+				move_hint = h;
+				must_move = outerrel;
+			}
+		}
+		if (move_hint && move_hint->kind != CJ_HINT_REDISTRIBUTE_JOIN)
+			forced_move = move_hint->kind == CJ_HINT_BROADCAST_JOIN ?
+				CJ_MOVE_BROADCAST : CJ_MOVE_REPARTITION;
 	}
-	if (!enabled && force == NULL)
+	if (!enabled && force == NULL && move_hint == NULL)
 		return;
 
 	/* cheap tests first: both inputs must be sharded tables or groups */
 	if (!is_group_input(root, outerrel) || !is_group_input(root, innerrel))
 	{
+		if (force == NULL)
+			force = move_hint;
 		if (force)
 		{
 			RelOptInfo *bad = is_group_input(root, outerrel) ? innerrel : outerrel;
 
 			force->failures = list_append_unique(force->failures,
-												 makeString(psprintf("%s %s",
+												 makeString(psprintf("relation %s %s",
 																	 joinrel_names(root, bad),
 																	 bad->reloptkind == RELOPT_BASEREL ?
 																	 "is not a sharded table" :
@@ -1648,12 +1701,34 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		return;
 	}
 
-	group = try_colocated_join(root, joinrel, outerrel, innerrel, jointype,
-							   extra, &reasons);
+	if (move_hint == NULL)
+		group = try_colocated_join(root, joinrel, outerrel, innerrel, jointype,
+								   extra, &reasons);
+	else
+		group = NULL;
 	if (group == NULL && force == NULL &&
-		(colojoin_enable_redistribution || colojoin_enable_broadcast))
+		(move_hint != NULL ||
+		 (enabled && (colojoin_enable_redistribution || colojoin_enable_broadcast))))
 		group = try_redistributed_join(root, joinrel, outerrel, innerrel,
-									   jointype, extra, &reasons);
+									   jointype, extra, must_move, forced_move,
+									   &reasons);
+	if (move_hint != NULL)
+	{
+		if (group != NULL)
+		{
+			move_hint->used = true;
+			group->hints_used = lappend(group->hints_used, move_hint);
+			force = move_hint;
+		}
+		else
+		{
+			ListCell   *lr;
+
+			foreach(lr, reasons)
+				move_hint->failures = list_append_unique(move_hint->failures,
+														 makeString(lfirst(lr)));
+		}
+	}
 	if (group == NULL)
 	{
 		ListCell   *lc;
@@ -1674,7 +1749,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	if (force)
 	{
 		force->used = true;
-		group->hints_used = lappend(group->hints_used, force);
+		group->hints_used = list_append_unique_ptr(group->hints_used, force);
 	}
 	add_colocated_path(root, joinrel, group, force != NULL);
 }
@@ -1696,7 +1771,11 @@ check_forcing_hints(CjHintSet *hints)
 		StringInfoData buf;
 		ListCell   *lr;
 
-		if (!h->valid || h->used || h->kind != CJ_HINT_COLOCATED_JOIN)
+		if (!h->valid || h->used ||
+			(h->kind != CJ_HINT_COLOCATED_JOIN &&
+			 h->kind != CJ_HINT_REDISTRIBUTE_JOIN &&
+			 h->kind != CJ_HINT_REDISTRIBUTE &&
+			 h->kind != CJ_HINT_BROADCAST_JOIN))
 			continue;
 		initStringInfo(&buf);
 		foreach(lr, h->failures)
@@ -1709,7 +1788,9 @@ check_forcing_hints(CjHintSet *hints)
 				 buf.len > 0 ?
 				 errdetail("%s.", buf.data) :
 				 errdetail("The relations it names are not joined to each other on their own in this query."),
-				 errhint("A colocated join needs sharded tables partitioned alike, joined on all their partition keys, with each partition class on one node; remove the hint to let the planner choose.")));
+				 h->kind == CJ_HINT_COLOCATED_JOIN ?
+				 errhint("A colocated join needs sharded tables partitioned alike, joined on all their partition keys, with each partition class on one node; remove the hint to let the planner choose.") :
+				 errhint("A moved side must be a sharded table that the join does not preserve (not the outer side of a LEFT JOIN, no FULL JOIN); repartitioning needs it joined on the other side's hash partition key.")));
 	}
 }
 
