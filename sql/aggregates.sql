@@ -101,8 +101,8 @@ WHERE relnamespace = 'cj_agg_local'::regnamespace AND relkind = 'r' ORDER BY rel
 --
 -- The rows: deterministic, with NULL keys, NULL values, NULL group keys, a
 -- NULL-only column (nul) and a NULL-only group (n2 of g = 3), int4 values
--- near 2^31 (near), int8 values near 2^63 (huge), numerics of scale 0 to
--- 27 and beyond 30 digits (n, n2, n5, big), float4/float8 values that are
+-- near 2^31 (near), int8 values near 2^63 (huge), numerics of scales 2, 5,
+-- 20 and of up to 52 digits (n2, n5, n, big), float4/float8 values that are
 -- not binary fractions.  Loaded into the local tables, then copied into the
 -- sharded ones (postgres_fdw routes each row to its partition).
 --
@@ -737,6 +737,10 @@ SELECT c.* FROM (VALUES
 	('distinct aggregate with a filter', $q$
 		SELECT o_status, count(DISTINCT l_qty) FILTER (WHERE l_flag = 'A') AS ca,
 			   count(DISTINCT l_qty) AS cq
+		FROM orders JOIN lineitem ON o_key = l_key GROUP BY o_status$q$,
+		'distinct values on the nodes'),
+	('distinct array_agg ordered by its argument', $q$
+		SELECT o_status, array_agg(DISTINCT l_flag ORDER BY l_flag) AS flags
 		FROM orders JOIN lineitem ON o_key = l_key GROUP BY o_status$q$,
 		'distinct values on the nodes'),
 	('distinct string_agg ordered by its argument', $q$

@@ -1578,6 +1578,42 @@ find_hint(PlannerInfo *root, Relids relids, bool exact, CjHintKind kind1,
 	return NULL;
 }
 
+/*
+ * colocated_hint_over: a ColocatedJoin hint naming every relation of relids
+ * (and perhaps more): the group of this smaller join is needed to build the
+ * hinted one, even where the settings would not offer it on its own.
+ */
+static CjHint *
+colocated_hint_over(PlannerInfo *root, Relids relids)
+{
+	ListCell   *lc;
+
+	if (cj_hints == NULL)
+		return NULL;
+	foreach(lc, cj_hints->hints)
+	{
+		CjHint	   *h = lfirst(lc);
+		int			i = -1;
+		bool		all = true;
+
+		if (!h->valid || h->kind != CJ_HINT_COLOCATED_JOIN)
+			continue;
+		while (all && (i = bms_next_member(relids, i)) >= 0)
+		{
+			ListCell   *ln;
+			bool		named = false;
+
+			foreach(ln, h->names)
+				if (rel_has_name(root, i, lfirst(ln)))
+					named = true;
+			all = named;
+		}
+		if (all)
+			return h;
+	}
+	return NULL;
+}
+
 static bool
 is_group_input(PlannerInfo *root, RelOptInfo *rel)
 {
@@ -1661,7 +1697,8 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 			forced_move = move_hint->kind == CJ_HINT_BROADCAST_JOIN ?
 				CJ_MOVE_BROADCAST : CJ_MOVE_REPARTITION;
 	}
-	if (!enabled && force == NULL && move_hint == NULL)
+	if (!enabled && force == NULL && move_hint == NULL &&
+		colocated_hint_over(root, joinrel->relids) == NULL)
 		return;
 
 	/* cheap tests first: both inputs must be sharded tables or groups */
@@ -1751,7 +1788,9 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		force->used = true;
 		group->hints_used = list_append_unique_ptr(group->hints_used, force);
 	}
-	add_colocated_path(root, joinrel, group, force != NULL);
+	/* a part of a hinted join only: kept for it, offered only if allowed */
+	if (enabled || force != NULL)
+		add_colocated_path(root, joinrel, group, force != NULL);
 }
 
 /*
