@@ -47,3 +47,7 @@ include $(PGXS)
 .PHONY: test
 test:
 	test/run_tests.sh
+
+# PGXS tracks no header dependencies here: rebuild every object when a
+# header changes, so that no object is left compiled against an old struct.
+$(OBJS): $(wildcard src/*.h)

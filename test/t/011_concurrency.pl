@@ -1,0 +1,157 @@
+# test/t/011_concurrency.pl -- colocated joins from several sessions at
+# once: pgbench clients run colocated joins (simple, extended and prepared
+# protocol, the latter with generic plans pruned at run time) and compare
+# every answer with the same join over plain local tables; no client may
+# fail.  A session never holds more connections to a node than
+# colojoin.max_connections_per_node, alone or among others.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep);
+use ColojoinTest;
+
+my $c = cj_new_cluster(name => 'concurrency', nodes => 2);
+my $coord = $c->{coordinator};
+my ($node1, $node2) = @{ $c->{nodes} };
+
+# a and b: 8 classes, 4 on each node; la and lb: the same rows, local
+$coord->safe_psql(
+	'postgres', q{
+CREATE TABLE a (k int, v int) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('a', ARRAY['n1', 'n2'], 8);
+CREATE TABLE b (k bigint, w int) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('b', ARRAY['n1', 'n2'], colocate_with => 'a');
+CREATE TABLE la (k int, v int);
+CREATE TABLE lb (k bigint, w int);
+INSERT INTO la SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 500 END, g FROM generate_series(1, 1500) g;
+INSERT INTO lb SELECT CASE WHEN g % 89 = 0 THEN NULL ELSE (g * 7) % 600 END, g FROM generate_series(1, 2000) g;
+INSERT INTO a SELECT * FROM la;
+INSERT INTO b SELECT * FROM lb;
+ANALYZE a, b, la, lb;
+});
+
+my $point = 'SELECT count(*), coalesce(sum(b.w), 0) FROM a JOIN b ON a.k = b.k WHERE a.k = 7';
+my $whole = 'SELECT count(*), coalesce(sum(b.w), 0) FROM a LEFT JOIN b ON a.k = b.k AND b.w > 100';
+like($coord->safe_psql('postgres', "EXPLAIN (COSTS OFF) $point"),
+	qr/ColocatedJoin/, 'the point join is colocated');
+like($coord->safe_psql('postgres', "EXPLAIN (COSTS OFF) $whole"),
+	qr/ColocatedJoin.*Tasks: n1 4, n2 4/s, 'the whole join is colocated, 4 tasks per node');
+
+# Each transaction compares three colocated joins with their local twins;
+# a difference divides by zero, which fails the client.
+my $script = <<'SCRIPT';
+\set k random(0, 520)
+SELECT count(*) AS c1, coalesce(sum(b.w), 0) AS s1 FROM a JOIN b ON a.k = b.k WHERE a.k = :k \gset
+SELECT count(*) AS c2, coalesce(sum(lb.w), 0) AS s2 FROM la JOIN lb ON la.k = lb.k WHERE la.k = :k \gset
+\if :c1 != :c2 or :s1 != :s2
+SELECT 1 / 0 AS point_join_differs;
+\endif
+SELECT count(*) AS c3, coalesce(sum(b.w), 0) AS s3 FROM a LEFT JOIN b ON a.k = b.k AND b.w > :k \gset
+SELECT count(*) AS c4, coalesce(sum(lb.w), 0) AS s4 FROM la LEFT JOIN lb ON la.k = lb.k AND lb.w > :k \gset
+\if :c3 != :c4 or :s3 != :s4
+SELECT 1 / 0 AS left_join_differs;
+\endif
+SELECT count(*) AS c5 FROM a WHERE EXISTS (SELECT FROM b WHERE b.k = a.k AND b.w % 7 = :k % 7) \gset
+SELECT count(*) AS c6 FROM la WHERE EXISTS (SELECT FROM lb WHERE lb.k = la.k AND lb.w % 7 = :k % 7) \gset
+\if :c5 != :c6
+SELECT 1 / 0 AS semi_join_differs;
+\endif
+SCRIPT
+
+for my $mode ('simple', 'extended', 'prepared')
+{
+	$coord->pgbench(
+		"-n -c 4 -j 4 -t 25 -M $mode",
+		0,
+		[qr{processed: 100/100}, qr{number of failed transactions: 0}],
+		[qr{^$}],
+		"pgbench, $mode protocol: 4 clients, right answers, no errors",
+		{ "011_colocated_$mode" => $script });
+}
+
+# --- connections per session ----------------------------------------------
+
+# colojoin's connections to a node: as many as its sessions hold
+sub colojoin_connections
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'");
+}
+
+sub wait_connections
+{
+	my ($expected, $what) = @_;
+	for my $node ($node1, $node2)
+	{
+		ok( $node->poll_query_until(
+				'postgres',
+				"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'",
+				$expected),
+			"$what: $expected colojoin connection(s) on " . $node->name)
+		  or diag('found ' . colojoin_connections($node));
+	}
+}
+
+my $expected_whole = $coord->safe_psql('postgres',
+	'SELECT count(*), coalesce(sum(lb.w), 0) FROM la LEFT JOIN lb ON la.k = lb.k AND lb.w > 100');
+wait_connections(0, 'no session');
+
+my $s = $coord->background_psql('postgres', on_error_stop => 0);
+$s->query_safe('SET colojoin.max_connections_per_node = 1');
+is($s->query_safe($whole), $expected_whole, 'one connection per node: right answer');
+wait_connections(1, 'max_connections_per_node = 1');
+$s->query_safe('SET colojoin.max_connections_per_node = 2');
+is($s->query_safe($whole), $expected_whole, 'two connections per node: right answer');
+wait_connections(2, 'max_connections_per_node = 2');
+$s->query_safe('RESET colojoin.max_connections_per_node');
+is($s->query_safe($whole), $expected_whole, 'the default: right answer');
+wait_connections(4, 'max_connections_per_node = 4 (the default), 4 tasks per node');
+$s->quit;
+wait_connections(0, 'session closed');
+
+# Many sessions at once: never more than clients x max per node.
+$coord->safe_psql('postgres',
+	'ALTER DATABASE postgres SET colojoin.max_connections_per_node = 2');
+my $file = $coord->basedir . '/011_whole.sql';
+PostgreSQL::Test::Utils::append_to_file($file,
+	"SELECT count(*), coalesce(sum(b.w), 0) FROM a LEFT JOIN b ON a.k = b.k AND b.w > :client_id;\n"
+	  . "SELECT count(*) FROM a JOIN b ON a.k = b.k WHERE a.k = :client_id;\n");
+my ($out, $err) = ('', '');
+my $h = IPC::Run::start(
+	[
+		'pgbench', '-n', '-c', '5', '-j', '5', '-t', '80',
+		'-h', $coord->host, '-p', $coord->port, '-f', $file, 'postgres'
+	],
+	'>', \$out, '2>', \$err);
+my ($max1, $max2, $samples) = (0, 0, 0);
+while ($h->pumpable)
+{
+	my $n1 = colojoin_connections($node1);
+	my $n2 = colojoin_connections($node2);
+	$max1 = $n1 if $n1 > $max1;
+	$max2 = $n2 if $n2 > $max2;
+	$samples++;
+	usleep(20_000);
+	$h->pump_nb;
+}
+$h->finish;
+note("most colojoin connections seen: n1 $max1, n2 $max2, in $samples samples");
+is($h->result(0), 0, 'pgbench of 5 clients succeeded') or diag($err);
+like($out, qr{processed: 400/400}, 'every transaction ran');
+cmp_ok($samples, '>', 0, 'connections were sampled while it ran');
+cmp_ok($max1, '>=', 1, 'the clients used n1');
+cmp_ok($max1, '<=', 10, 'n1: never more than 5 clients x 2 connections');
+cmp_ok($max2, '<=', 10, 'n2: never more than 5 clients x 2 connections');
+$coord->safe_psql('postgres',
+	'ALTER DATABASE postgres RESET colojoin.max_connections_per_node');
+
+$coord->stop;
+$node1->stop;
+$node2->stop;
+done_testing();
