@@ -34,6 +34,7 @@
 #include "fmgr.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -372,9 +373,13 @@ duplicate_insensitive(Aggref *agg)
 
 	if (agg->aggkind != AGGKIND_NORMAL || agg->agglevelsup != 0)
 		return false;
+	/* the coordinator runs the aggregate itself: its arguments must not vary */
+	if (contain_volatile_functions((Node *) agg->args) ||
+		contain_volatile_functions((Node *) agg->aggfilter))
+		return false;
+	/* DISTINCT removes duplicates before any ORDER BY is applied */
 	if (agg->aggdistinct != NIL)
-		return agg->aggorder == NIL ||
-			list_length(agg->aggorder) == list_length(agg->aggdistinct);
+		return true;
 	if (agg->aggorder != NIL || agg->aggfnoid >= FirstGenbkiObjectId)
 		return false;
 	name = get_func_name(agg->aggfnoid);
@@ -604,6 +609,66 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	}
 }
 
+/*
+ * add_distinct_paths
+ *		SELECT DISTINCT over a group: with the partition key of a table every
+ *		row comes from among the distinct columns, each task's distinct rows
+ *		are final; otherwise the nodes remove their duplicates and the
+ *		coordinator removes those between nodes.
+ */
+static void
+add_distinct_paths(PlannerInfo *root, RelOptInfo *input_rel,
+				   RelOptInfo *distinct_rel, CjJoinGroup *g)
+{
+	Query	   *parse = root->parse;
+	List	   *exprs = NIL;
+	Index	   *refs;
+	ListCell   *lc;
+	int			n = 0;
+	CjUpperSpec *spec;
+	PathTarget *lower_target;
+	Path	   *lower;
+	double		numgroups = estimated_groups(distinct_rel, 200);
+
+	if (parse->hasDistinctOn || parse->hasAggs || parse->groupClause != NIL ||
+		parse->hasWindowFuncs || parse->hasTargetSRFs ||
+		!grouping_is_hashable(parse->distinctClause))
+		return;
+	refs = palloc0(sizeof(Index) * (list_length(parse->distinctClause) + 1));
+	foreach(lc, parse->distinctClause)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+
+		exprs = lappend(exprs, get_sortgroupclause_expr(sgc, root->processed_tlist));
+		refs[n++] = sgc->tleSortGroupRef;
+	}
+	if (!all_shippable(root, exprs))
+		return;
+
+	spec = cj_make_spec(NULL);
+	spec->remote_exprs = exprs;
+	spec->ngroup = n;
+	lower_target = make_target(exprs, refs);
+	set_pathtarget_cost_width(root, lower_target);
+	if (cj_group_groups_by_key(g, exprs))
+	{
+		spec->strategy = "distinct on the nodes";
+		add_path(distinct_rel,
+				 cj_make_upper_path(root, distinct_rel, g, lower_target, spec,
+									numgroups));
+		return;
+	}
+	spec->strategy = "distinct values on the nodes";
+	lower = cj_make_upper_path(root, distinct_rel, g, lower_target, spec,
+							   Min(numgroups * Max(cj_group_ntasks(g), 1),
+								   Max(input_rel->rows, 1)));
+	add_path(distinct_rel,
+			 (Path *) create_agg_path(root, distinct_rel, lower, lower_target,
+									  AGG_HASHED, AGGSPLIT_SIMPLE,
+									  parse->distinctClause, NIL, NULL,
+									  numgroups));
+}
+
 static void
 cj_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 			   RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
@@ -613,7 +678,8 @@ cj_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
 
-	if (stage != UPPERREL_GROUP_AGG && stage != UPPERREL_ORDERED)
+	if (stage != UPPERREL_GROUP_AGG && stage != UPPERREL_ORDERED &&
+		stage != UPPERREL_DISTINCT)
 		return;
 	if (!colojoin_enable || !colojoin_enable_colocated_join ||
 		!colojoin_enable_aggregate_pushdown)
@@ -635,8 +701,62 @@ cj_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	g = cj_group_for_input(root, input_rel);
 	if (g == NULL || cj_group_has_local_quals(g))
 		return;
-	add_grouping_paths(root, input_rel, output_rel,
-					   (GroupPathExtraData *) extra, g);
+	if (stage == UPPERREL_DISTINCT)
+		add_distinct_paths(root, input_rel, output_rel, g);
+	else
+		add_grouping_paths(root, input_rel, output_rel,
+						   (GroupPathExtraData *) extra, g);
+}
+
+/*
+ * sqrt_at_scale
+ *		The square root of q correctly rounded to q's own scale s, as
+ *		PostgreSQL's variance code computes it (numeric_sqrt picks its own,
+ *		often larger scale, and rounding that again could differ in the last
+ *		digit).  With N = q * 10^(2s), an integer, and x = floor(sqrt(N))
+ *		found exactly, the result is x (or x + 1 when N - x^2 > x, that is
+ *		sqrt(N) >= x + 1/2) divided by 10^s.
+ */
+static Datum
+sqrt_at_scale(Datum q)
+{
+	int32		scale = DatumGetInt32(DirectFunctionCall1(numeric_scale, q));
+	Datum		ten = NumericGetDatum(int64_to_numeric(10));
+	Datum		one = NumericGetDatum(int64_to_numeric(1));
+	Datum		shift;
+	Datum		n;
+	Datum		x;
+	Datum		x1;
+	Datum		rem;
+
+	if (numeric_is_nan(DatumGetNumeric(q)) || numeric_is_inf(DatumGetNumeric(q)))
+		return DirectFunctionCall1(numeric_sqrt, q);
+	shift = DirectFunctionCall2(numeric_power, ten,
+								NumericGetDatum(int64_to_numeric(scale)));
+	n = DirectFunctionCall2(numeric_trunc,
+							DirectFunctionCall2(numeric_mul, q,
+												DirectFunctionCall2(numeric_mul, shift, shift)),
+							Int32GetDatum(0));
+	x = DirectFunctionCall2(numeric_trunc, DirectFunctionCall1(numeric_sqrt, n),
+							Int32GetDatum(0));
+	/* make x exactly floor(sqrt(n)) */
+	while (DatumGetInt32(DirectFunctionCall2(numeric_cmp,
+											 DirectFunctionCall2(numeric_mul, x, x), n)) > 0)
+		x = DirectFunctionCall2(numeric_sub, x, one);
+	for (;;)
+	{
+		x1 = DirectFunctionCall2(numeric_add, x, one);
+		if (DatumGetInt32(DirectFunctionCall2(numeric_cmp,
+											  DirectFunctionCall2(numeric_mul, x1, x1), n)) > 0)
+			break;
+		x = x1;
+	}
+	rem = DirectFunctionCall2(numeric_sub, n, DirectFunctionCall2(numeric_mul, x, x));
+	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, rem, x)) > 0)
+		x = DirectFunctionCall2(numeric_add, x, one);
+	return DirectFunctionCall2(numeric_round,
+							   DirectFunctionCall2(numeric_div, x, shift),
+							   Int32GetDatum(scale));
 }
 
 /*
@@ -687,15 +807,7 @@ colojoin_variance_final(PG_FUNCTION_ARGS)
 		PG_RETURN_DATUM(q);
 
 	/* the square root to the quotient's scale, as PostgreSQL computes it */
-	{
-		Datum		r = DirectFunctionCall1(numeric_sqrt, q);
-		int32		qscale = DatumGetInt32(DirectFunctionCall1(numeric_scale, q));
-		int32		rscale = DatumGetInt32(DirectFunctionCall1(numeric_scale, r));
-
-		if (rscale > qscale)
-			r = DirectFunctionCall2(numeric_round, r, Int32GetDatum(qscale));
-		PG_RETURN_DATUM(r);
-	}
+	PG_RETURN_DATUM(sqrt_at_scale(q));
 }
 
 void

@@ -564,18 +564,23 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 			}
 			m = CJ_MEMBER(g->space, c, br->space_index);
 			present[t] = (m >= 0 && br->class_live[m]);
-			any_member |= (m >= 0);
+			/* a partition that exists but was pruned away */
+			any_member |= (m >= 0 && !br->class_live[m]);
 			any_live |= present[t];
 		}
 		if (!tree_produces(g->tree, present))
 		{
-			if (any_live)
-				g->nempty++;
-			else
+			/*
+			 * Pruned: pruning removed a partition the class needed; empty:
+			 * a table the class needs has no partition for it at all.
+			 */
+			if (any_member)
 				g->npruned++;
+			else
+				g->nempty++;
 			continue;
 		}
-		(void) any_member;
+		(void) any_live;
 
 		for (t = 0; t < nt; t++)
 		{
@@ -2055,10 +2060,14 @@ cj_make_upper_path(PlannerInfo *root, RelOptInfo *parent, CjJoinGroup *g,
 			nodes = lappend_oid(nodes, task->serverid);
 	}
 
-	/* the nodes scan, join and aggregate at once; only results travel */
+	/*
+	 * The nodes scan, join and aggregate at once, the join costed as for the
+	 * join path; only results travel.
+	 */
 	startup = 100.0 + 0.5 * list_length(g->tasks);
-	remote = (input_rows * (cpu_tuple_cost + 3 * cpu_operator_cost) +
-			  g->rel->rows * cpu_operator_cost * Max(list_length(spec->remote_exprs), 1)) /
+	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
+			  g->rel->rows * cpu_tuple_cost +
+			  g->rel->rows * cpu_operator_cost * list_length(spec->remote_exprs)) /
 		Max(list_length(nodes), 1);
 	transfer = rows * (cpu_tuple_cost + target->width * 0.0001);
 
