@@ -119,7 +119,8 @@ BEGIN
 	RETURN format('DIFFERENT: %s rows, %s local', cardinality(s), cardinality(l));
 END
 $$;
--- plan(query): "colocated" when its plan has the ColocatedJoin scan, else
+-- plan(query): "colocated" when its plan has a ColocatedJoin scan whose
+-- strategy is a colocated join (not data moved between nodes first), else
 -- "not colocated", plus every "Hints:" line of the plan
 CREATE FUNCTION plan(query text) RETURNS text
 LANGUAGE plpgsql AS $$
@@ -129,7 +130,7 @@ DECLARE
 	hints text := '';
 BEGIN
 	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		found := found OR line LIKE '%Custom Scan (ColocatedJoin)%';
+		found := found OR line ~ '^ *Strategy: ([^,]*, )?colocated on ';
 		IF line ~ '^ *Hints: ' THEN
 			hints := hints || '; ' || btrim(line);
 		END IF;

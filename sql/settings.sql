@@ -64,8 +64,9 @@ INSERT INTO pl SELECT * FROM cj_set_local.pl;
 INSERT INTO loc SELECT * FROM cj_set_local.loc;
 ANALYZE a, b, m4, pl, loc;
 
--- check(query): the plan (colocated or not) and whether the rows equal
--- those of the same query over the local tables
+-- check_query(query): the plan (colocated: a ColocatedJoin scan whose
+-- strategy is a colocated join, no data moved first) and whether the rows
+-- equal those of the same query over the local tables
 CREATE FUNCTION rows_of(query text, schema text) RETURNS text[]
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -90,7 +91,7 @@ DECLARE
 BEGIN
 	plan := 'not colocated';
 	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		IF line LIKE '%Custom Scan (ColocatedJoin)%' THEN
+		IF line ~ '^ *Strategy: ([^,]*, )?colocated on ' THEN
 			plan := 'colocated';
 		END IF;
 	END LOOP;
@@ -150,8 +151,11 @@ SELECT (check_query(q)).plan FROM queries WHERE name = 'inner';
 --
 -- colojoin.log_decisions: a NOTICE says why each join of sharded tables
 -- was not colocated, once per join.  Colocated joins, and joins with
--- plain tables, say nothing.
+-- plain tables, say nothing.  (Redistribution and broadcast are off here:
+-- this is about the colocated strategy alone.)
 --
+SET colojoin.enable_redistribution = off;
+SET colojoin.enable_broadcast = off;
 SET colojoin.log_decisions = on;
 -- colocated: no notice
 SELECT count(*) FROM a JOIN b ON a.k = b.k;
@@ -181,6 +185,12 @@ SELECT name, (check_query(q)).* FROM (VALUES
 	('expression', 'SELECT a.k, b.w FROM a JOIN b ON a.k - b.k = 0'),
 	('or', 'SELECT a.k, b.w FROM a JOIN b ON a.k = b.k OR a.v = b.w'),
 	('non-key', 'SELECT a.k, b.w FROM a JOIN b ON a.v = b.k'),
+	('moduli', 'SELECT a.k, m4.q FROM a JOIN m4 ON a.k = m4.k'),
+	('placement', 'SELECT a.k, pl.r FROM a JOIN pl ON a.k = pl.k')) v(name, q);
+RESET colojoin.enable_redistribution;
+RESET colojoin.enable_broadcast;
+SELECT name, (check_query(q)).* FROM (VALUES
+	('expression', 'SELECT a.k, b.w FROM a JOIN b ON a.k - b.k = 0'),
 	('moduli', 'SELECT a.k, m4.q FROM a JOIN m4 ON a.k = m4.k'),
 	('placement', 'SELECT a.k, pl.r FROM a JOIN pl ON a.k = pl.k')) v(name, q);
 

@@ -721,7 +721,6 @@ static Datum
 sqrt_at_scale(Datum q)
 {
 	int32		scale = DatumGetInt32(DirectFunctionCall1(numeric_scale, q));
-	Datum		ten = NumericGetDatum(int64_to_numeric(10));
 	Datum		one = NumericGetDatum(int64_to_numeric(1));
 	Datum		shift;
 	Datum		n;
@@ -731,13 +730,21 @@ sqrt_at_scale(Datum q)
 
 	if (numeric_is_nan(DatumGetNumeric(q)) || numeric_is_inf(DatumGetNumeric(q)))
 		return DirectFunctionCall1(numeric_sqrt, q);
-	shift = DirectFunctionCall2(numeric_power, ten,
-								NumericGetDatum(int64_to_numeric(scale)));
+	/* exact powers of ten, written out: no division may round here */
+	shift = DirectFunctionCall3(numeric_in, CStringGetDatum(psprintf("1e%d", 2 * scale)),
+								ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 	n = DirectFunctionCall2(numeric_trunc,
-							DirectFunctionCall2(numeric_mul, q,
-												DirectFunctionCall2(numeric_mul, shift, shift)),
+							DirectFunctionCall2(numeric_mul, q, shift),
 							Int32GetDatum(0));
-	x = DirectFunctionCall2(numeric_trunc, DirectFunctionCall1(numeric_sqrt, n),
+	/*
+	 * numeric_sqrt keeps only about 16 significant digits of a large
+	 * integer; a fractional digit in the argument makes it compute every
+	 * integer digit.
+	 */
+	x = DirectFunctionCall2(numeric_trunc,
+							DirectFunctionCall1(numeric_sqrt,
+												DirectFunctionCall2(numeric_round, n,
+																	Int32GetDatum(1))),
 							Int32GetDatum(0));
 	/* make x exactly floor(sqrt(n)) */
 	while (DatumGetInt32(DirectFunctionCall2(numeric_cmp,
@@ -755,7 +762,11 @@ sqrt_at_scale(Datum q)
 	if (DatumGetInt32(DirectFunctionCall2(numeric_cmp, rem, x)) > 0)
 		x = DirectFunctionCall2(numeric_add, x, one);
 	return DirectFunctionCall2(numeric_round,
-							   DirectFunctionCall2(numeric_div, x, shift),
+							   DirectFunctionCall2(numeric_mul, x,
+												   DirectFunctionCall3(numeric_in,
+																	   CStringGetDatum(psprintf("1e-%d", scale)),
+																	   ObjectIdGetDatum(InvalidOid),
+																	   Int32GetDatum(-1))),
 							   Int32GetDatum(scale));
 }
 
