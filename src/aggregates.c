@@ -652,7 +652,7 @@ add_distinct_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	set_pathtarget_cost_width(root, lower_target);
 	if (cj_group_groups_by_key(g, exprs))
 	{
-		spec->strategy = "distinct on the nodes";
+		spec->strategy = "grouped on the nodes";
 		add_path(distinct_rel,
 				 cj_make_upper_path(root, distinct_rel, g, lower_target, spec,
 									numgroups));

@@ -256,6 +256,7 @@ wait_remote_big_running($node1, 'terminate');
 $coord->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
 ($bout, $berr, $secs) = finish_statement();
 like($berr, qr/terminat/, 'terminate: the session is gone');
+cmp_ok($secs, '<', 3, 'terminate: the backend exits promptly');
 wait_remote_big_gone($node1, 'terminate');
 wait_remote_big_gone($node2, 'terminate');
 ok( $node1->poll_query_until(
