@@ -157,8 +157,11 @@ SELECT cj_redist.add_hash_leaves('cj_redist_sharded.tk_a', 'tk_a', 4, :'place4')
 CREATE TABLE cj_redist_sharded.tk_c (id int, name text, w int) PARTITION BY HASH (id);
 SELECT cj_redist.add_hash_leaves('cj_redist_sharded.tk_c', 'tk_c', 8, :'place8');
 
--- nation: small, partitioned by its name on two nodes
-CREATE TABLE cj_redist_sharded.nation (n_key int, n_name text, n_region int)
+-- nation: small, partitioned by its name on two nodes; its other columns
+-- carry what COPY must escape (tabs, newlines, backslashes, "\N"), arrays,
+-- bytea and a text in collation "C"
+CREATE TABLE cj_redist_sharded.nation (n_key int, n_name text, n_region int,
+	n_comment text, n_tags int[], n_blob bytea, n_code text COLLATE "C")
 	PARTITION BY HASH (n_name);
 SELECT cj_redist.add_hash_leaves('cj_redist_sharded.nation', 'nation', 2, '{1,2}');
 
@@ -168,6 +171,50 @@ SELECT cj_redist.add_leaf('cj_redist_sharded.region', 'region_' || i, b, n)
 FROM (VALUES (0, 'FOR VALUES FROM (MINVALUE) TO (3)', 3),
 			 (1, 'FOR VALUES FROM (3) TO (MAXVALUE)', 2)) parts(i, b, n)
 ORDER BY i;
+
+-- cn: placement like pl_b; its leaves name their columns otherwise, in
+-- another order, on the nodes (postgres_fdw's column_name option)
+CREATE TABLE cj_redist_sharded.cn (k bigint, w int) PARTITION BY HASH (k);
+DO $$
+DECLARE
+	placement int[] := '{1,3,3,1,2,3,2,2}';
+BEGIN
+	FOR r IN 0 .. 7 LOOP
+		PERFORM dblink_exec('cj_redist_n' || placement[r + 1],
+			format('CREATE TABLE cj_redist_remote.cn_p%s (remote_w int, remote_k bigint)', r));
+		EXECUTE format('CREATE FOREIGN TABLE cj_redist_sharded.cn_p%s PARTITION OF cj_redist_sharded.cn '
+					   'FOR VALUES WITH (MODULUS 8, REMAINDER %s) SERVER cj_redist_n%s '
+					   'OPTIONS (schema_name ''cj_redist_remote'', table_name ''cn_p%s'')',
+					   r, r, placement[r + 1], r);
+		EXECUTE format('ALTER FOREIGN TABLE cj_redist_sharded.cn_p%s '
+					   'ALTER COLUMN k OPTIONS (column_name ''remote_k''), '
+					   'ALTER COLUMN w OPTIONS (column_name ''remote_w'')', r);
+	END LOOP;
+END
+$$;
+
+-- dc: modulus 16, with a column dropped on the coordinator only
+CREATE TABLE cj_redist_sharded.dc (k bigint, junk int, w int) PARTITION BY HASH (k);
+SELECT cj_redist.add_hash_leaves('cj_redist_sharded.dc', 'dc', 16, :'place16');
+ALTER TABLE cj_redist_sharded.dc DROP COLUMN junk;
+
+-- ml: two levels, hash modulus 4 on k, then list on cat; all leaves of a
+-- hash class on one node
+CREATE TABLE cj_redist_sharded.ml (k bigint, cat int, v int) PARTITION BY HASH (k);
+SELECT format('CREATE TABLE cj_redist_sharded.ml_p%s PARTITION OF cj_redist_sharded.ml '
+			  'FOR VALUES WITH (MODULUS 4, REMAINDER %s) PARTITION BY LIST (cat)', r, r)
+FROM generate_series(0, 3) r \gexec
+SELECT cj_redist.add_leaf(format('cj_redist_sharded.ml_p%s', r)::regclass,
+						  format('ml_p%s_%s', r, l), b, r % 3 + 1)
+FROM generate_series(0, 3) r,
+	 (VALUES (0, 'FOR VALUES IN (NULL, 0, 1)'), (1, 'DEFAULT')) lists(l, b)
+ORDER BY r, l;
+
+-- partial: only remainders 0..5 of modulus 8; classes 6 and 7 are empty
+CREATE TABLE cj_redist_sharded.partial (p_key bigint, p_val int) PARTITION BY HASH (p_key);
+SELECT cj_redist.add_leaf('cj_redist_sharded.partial', 'partial_p' || r,
+						  format('FOR VALUES WITH (MODULUS 8, REMAINDER %s)', r), r % 3 + 1)
+FROM generate_series(0, 5) r;
 
 -- empty: no rows at all, modulus 16
 CREATE TABLE cj_redist_sharded.empty16 (k bigint, v int) PARTITION BY HASH (k);
@@ -239,8 +286,28 @@ INSERT INTO cj_redist_local.tk_c
 SELECT g, CASE WHEN g % 16 = 0 THEN NULL ELSE 'k' || (g * 7) % 70 END, g % 9
 FROM generate_series(1, 220) g;
 INSERT INTO cj_redist_local.nation
-SELECT CASE WHEN g = 7 THEN NULL ELSE g END, 'nation' || g, g % 5
+SELECT CASE WHEN g = 7 THEN NULL ELSE g END, 'nation' || g, g % 5,
+	   (ARRAY[E'tab\there', E'new\nline', E'back\\slash', E'\\N', NULL, '', 'plain "quoted" ''text''',
+			  E'cr\rlf', 'ünïcödé €'])[g % 9 + 1],
+	   CASE WHEN g % 4 = 0 THEN NULL ELSE ARRAY[g, NULL, -g] END,
+	   CASE WHEN g % 5 = 0 THEN NULL ELSE decode(repeat(to_hex(g + 16), g % 4 + 1), 'hex') END,
+	   (ARRAY['a', 'B', 'c', 'D', 'É'])[g % 5 + 1]
 FROM generate_series(0, 24) g;
+INSERT INTO cj_redist_local.cn
+SELECT CASE WHEN g % 17 = 0 THEN NULL ELSE (g * 5) % 160 END, g FROM generate_series(1, 210) g;
+INSERT INTO cj_redist_local.dc
+SELECT CASE WHEN g % 19 = 0 THEN NULL ELSE (g * 3) % 250 - 19 END, g % 17 FROM generate_series(1, 230) g;
+INSERT INTO cj_redist_local.ml
+SELECT CASE WHEN g % 19 = 0 THEN NULL ELSE g % 240 - 19 END,
+	   CASE WHEN g % 11 = 0 THEN NULL ELSE g % 4 END, g
+FROM generate_series(1, 260) g;
+-- only the rows that have a partition in the sharded table
+INSERT INTO cj_redist_local.partial
+SELECT k, g % 50
+FROM generate_series(1, 300) g,
+	 LATERAL (SELECT CASE WHEN g % 23 = 0 THEN NULL ELSE (g * 11) % 280 - 30 END::bigint AS k) s
+WHERE EXISTS (SELECT FROM generate_series(0, 5) r
+			  WHERE satisfies_hash_partition('cj_redist_sharded.partial'::regclass, 8, r, s.k));
 INSERT INTO cj_redist_local.region
 SELECT g, 'region' || g FROM generate_series(0, 4) g;
 

@@ -74,6 +74,62 @@ for my $mode ('simple', 'extended', 'prepared')
 		{ "011_colocated_$mode" => $script });
 }
 
+# --- hints over the extended and prepared protocols ------------------------
+
+# With colocated joins disabled for the database, a ColocatedJoin hint still
+# makes the nodes run the join: node1's log shows the joins it received.
+$coord->safe_psql('postgres',
+	'ALTER DATABASE postgres SET colojoin.enable_colocated_join = off');
+$node1->append_conf('postgresql.conf', "log_statement = 'all'");
+$node1->reload;
+my $hinted = <<'SCRIPT';
+SELECT /*+ ColocatedJoin(a b) */ count(*) AS h1 FROM a JOIN b ON a.k = b.k WHERE b.w > 1990 \gset
+SELECT count(*) AS h2 FROM la JOIN lb ON la.k = lb.k WHERE lb.w > 1990 \gset
+\if :h1 != :h2
+SELECT 1 / 0 AS hinted_join_differs;
+\endif
+SCRIPT
+for my $mode ('extended', 'prepared')
+{
+	my $logstart = -s $node1->logfile;
+	$coord->pgbench(
+		"-n -c 1 -t 6 -M $mode",
+		0,
+		[qr{processed: 6/6}],
+		[qr{^$}],
+		"pgbench, $mode protocol: a hinted join, right answers",
+		{ "011_hinted_$mode" => $hinted });
+	my $log = slurp_file($node1->logfile, $logstart);
+	like($log, qr/INNER JOIN "public"\."b_p\d+"/,
+		"$mode protocol: the hint made the nodes run the join");
+}
+my $unhinted = "SELECT count(*) FROM a JOIN b ON a.k = b.k WHERE b.w > 1990;\n";
+my $logstart = -s $node1->logfile;
+$coord->pgbench('-n -c 1 -t 2 -M extended', 0, [qr{processed: 2/2}], [qr{^$}],
+	'pgbench, extended protocol, no hint', { '011_unhinted' => $unhinted });
+unlike(slurp_file($node1->logfile, $logstart), qr/INNER JOIN/,
+	'without the hint the setting keeps the join on the coordinator');
+# a forcing hint that cannot be honoured fails in every protocol
+$coord->safe_psql('postgres', q{
+CREATE TABLE m (k int, q int) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('m', ARRAY['n1', 'n2'], 4);
+});
+for my $mode ('simple', 'extended', 'prepared')
+{
+	$coord->pgbench(
+		"-n -c 1 -t 1 -M $mode",
+		2,
+		[qr{}],
+		[qr{cannot be honoured}],
+		"pgbench, $mode protocol: an impossible hint is an error",
+		{ "011_bad_$mode" =>
+			  "SELECT /*+ ColocatedJoin(a m) */ count(*) FROM a JOIN m ON a.k = m.k;\n" });
+}
+$node1->adjust_conf('postgresql.conf', 'log_statement', "'none'");
+$node1->reload;
+$coord->safe_psql('postgres',
+	'ALTER DATABASE postgres RESET colojoin.enable_colocated_join');
+
 # --- connections per session ----------------------------------------------
 
 # colojoin's connections to a node: as many as its sessions hold
