@@ -51,3 +51,11 @@ test:
 # PGXS tracks no header dependencies here: rebuild every object when a
 # header changes, so that no object is left compiled against an old struct.
 $(OBJS): $(wildcard src/*.h)
+
+# Replace the installed library by a new file instead of writing over it:
+# servers that have it loaded keep their mapping of the old file, where an
+# in-place rewrite would crash them.
+install-lib-shared: unlink-installed-library
+.PHONY: unlink-installed-library
+unlink-installed-library: installdirs-lib
+	rm -f '$(DESTDIR)$(pkglibdir)/$(shlib)'

@@ -19,8 +19,9 @@
 --   repartition  one side repartitioned by the other's hash function
 --   broadcast    one side broadcast to the nodes of the other
 -- (several kinds, for a plan with several moves: joined with '+', sorted).
--- The Strategy lines of the plan are printed too, so the expected output
--- says which side moved.
+-- Each line also shows what moved, as the Strategy lines name it, and how
+-- many temporary tables the Moves line lists.  A hint comment in a query
+-- applies to the sharded run only.
 --
 -- extensions: remember which ones this test creates, to drop only those
 SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'colojoin') AS cj_redist_own_colojoin,
@@ -372,27 +373,46 @@ BEGIN
 END
 $$;
 
--- the kinds of ColocatedJoin scans in a plan, sorted, '+'-separated
-CREATE FUNCTION cj_redist.plan_kind(plan text) RETURNS text
-LANGUAGE sql AS $$
-	SELECT coalesce(string_agg(kind, '+' ORDER BY kind), 'none')
-	FROM (SELECT CASE
-				 WHEN s LIKE '% refining those of %' THEN 'refine'
-				 WHEN s LIKE '% repartitioned by hash of %' THEN 'repartition'
-				 WHEN s LIKE '% broadcast to the nodes of %' THEN 'broadcast'
-				 WHEN s LIKE 'colocated%' THEN 'colocated'
-				 ELSE 'unknown strategy: ' || s END AS kind
-		  FROM (SELECT btrim(substr(l, strpos(l, 'Strategy:') + 9)) AS s
-				FROM regexp_split_to_table(plan, E'\n') l
-				WHERE l LIKE '%Strategy:%') st) k
+-- the lines of a statement's output (EXPLAIN), run as it is
+CREATE FUNCTION cj_redist.plan_lines(stmt text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN QUERY EXECUTE stmt;
+END
 $$;
 
--- the Strategy lines of a plan, ' / '-separated
-CREATE FUNCTION cj_redist.strategies(plan text) RETURNS text
+-- What moves in a plan, as the Strategy lines say it: "X refining",
+-- "X repartitioned" or "X broadcast" for every moved table, sorted.
+CREATE FUNCTION cj_redist.moved(plan text) RETURNS text[]
 LANGUAGE sql AS $$
-	SELECT coalesce(string_agg(btrim(substr(l, strpos(l, 'Strategy:') + 9)), ' / '), '-')
+	SELECT coalesce(array_agg(x ORDER BY x), '{}')
+	FROM (SELECT coalesce(m[1] || ' refining', m[2] || ' repartitioned', m[3] || ' broadcast')
+		  FROM regexp_matches(plan,
+							  'partitions of (\S+) refining those of|(\S+) repartitioned by hash of|(\S+) broadcast to the nodes of',
+							  'g') AS r(m)) moves(x)
+$$;
+
+-- The kind of a plan: none, colocated, or the sorted kinds of its moves.
+CREATE FUNCTION cj_redist.plan_kind(plan text) RETURNS text
+LANGUAGE sql AS $$
+	SELECT CASE
+		WHEN plan NOT LIKE '%Custom Scan (ColocatedJoin)%' THEN 'none'
+		WHEN cardinality(cj_redist.moved(plan)) = 0 THEN 'colocated'
+		ELSE (SELECT string_agg(k, '+' ORDER BY k)
+			  FROM (SELECT CASE WHEN x LIKE '% refining' THEN 'refine'
+								WHEN x LIKE '% repartitioned' THEN 'repartition'
+								ELSE 'broadcast' END
+					FROM unnest(cj_redist.moved(plan)) x) kinds(k))
+	END
+$$;
+
+-- The number of moves (temporary tables filled) the Moves lines list.
+CREATE FUNCTION cj_redist.nmoves(plan text) RETURNS int
+LANGUAGE sql AS $$
+	SELECT coalesce(sum(cardinality(string_to_array(
+				btrim(substr(l, strpos(l, 'Moves:') + 6)), '; '))), 0)::int
 	FROM regexp_split_to_table(plan, E'\n') l
-	WHERE l LIKE '%Strategy:%'
+	WHERE l LIKE '%Moves:%'
 $$;
 
 CREATE FUNCTION cj_redist.compare(sharded text[], local text[]) RETURNS text
@@ -407,9 +427,16 @@ LANGUAGE sql AS $$
 	END
 $$;
 
+--
+-- cj_redist.check: the query (hints and all) on the sharded tables, the
+-- same query without its hint comment on the local ones.  Columns:
+-- test, nrows, result (ok or how the rows differ), plan (ok or what kind
+-- was expected and what came), moved (what the Strategy lines say moves),
+-- moves (how many temporary tables the plan fills).
+--
 CREATE FUNCTION cj_redist.check(label text, query text, expect text,
 								OUT test text, OUT nrows int, OUT result text,
-								OUT plan text, OUT strategy text)
+								OUT plan text, OUT moved text, OUT moves int)
 LANGUAGE plpgsql AS $$
 DECLARE
 	sharded text[];
@@ -423,14 +450,15 @@ BEGIN
 		kind := cj_redist.plan_kind(plan_text);
 		plan := CASE WHEN kind = expect THEN 'plan ok'
 				ELSE format('expected %s but got %s', expect, kind) END;
-		strategy := cj_redist.strategies(plan_text);
+		moved := coalesce(nullif(array_to_string(cj_redist.moved(plan_text), ', '), ''), '-');
+		moves := cj_redist.nmoves(plan_text);
 		sharded := cj_redist.run(query, 'cj_redist_sharded');
 	EXCEPTION WHEN OTHERS THEN
 		result := 'ERROR on the sharded tables: ' || SQLERRM;
 		plan := coalesce(plan, 'no plan');
 		RETURN;
 	END;
-	local := cj_redist.run(query, 'cj_redist_local');
+	local := cj_redist.run(regexp_replace(query, '/\*\+.*?\*/', ''), 'cj_redist_local');
 	nrows := cardinality(sharded);
 	result := cj_redist.compare(sharded, local);
 END
@@ -438,7 +466,7 @@ $$;
 
 -- colojoin_move_% tables (temporary tables of any session) on each node
 CREATE FUNCTION cj_redist.leftovers(OUT n int, OUT move_tables bigint)
-RETURNS SETOF record LANGUAGE sql AS $$
+RETURNS SETOF record LANGUAGE sql SET search_path FROM CURRENT AS $$
 	SELECT n, r.c
 	FROM cj_redist.nodes,
 		LATERAL dblink('cj_redist_n' || n,
@@ -447,13 +475,362 @@ RETURNS SETOF record LANGUAGE sql AS $$
 $$;
 
 -- The result tables below: one line per query,
--- "test | nrows | result | plan | strategy".
+-- "test | nrows | result | plan | moved | moves".
 \pset format unaligned
 \pset fieldsep ' | '
 
 -- the data are there, the same on both sides
 SELECT c.test, c.nrows, c.result FROM (VALUES
-	('orders'), ('lineitem'), ('part'), ('pl_a'), ('pl_b'), ('pm_b'), ('m4'),
-	('m16a'), ('m16'), ('shipments'), ('events'), ('tk_a'), ('tk_c'),
-	('nation'), ('region'), ('empty16')
+	('orders'), ('lineitem'), ('part'), ('pl_a'), ('pl_b'), ('pm_b'), ('cn'), ('m4'),
+	('m16a'), ('m16'), ('dc'), ('ml'), ('partial'), ('shipments'), ('events'),
+	('tk_a'), ('tk_c'), ('nation'), ('region'), ('empty16')
 ) v(t), LATERAL cj_redist.check(v.t, 'SELECT * FROM ' || v.t, 'none') c;
+
+--
+-- Placement mismatch: the same modulus, some classes (pl_b, cn) or all of
+-- them (pm_b) on other nodes.  The mismatched classes of the moved side
+-- are copied to the anchor's nodes, one temporary table per class; the
+-- others join in place.
+--
+SELECT c.* FROM (VALUES
+	('mismatch on two classes, inner', 'SELECT a.k, v, w FROM pl_a a JOIN pl_b b ON a.k = b.k', 'refine'),
+	('mismatch on two classes, left, moved side nullable', 'SELECT a.k, v, w FROM pl_a a LEFT JOIN pl_b b ON a.k = b.k', 'refine'),
+	('mismatch on two classes, right', 'SELECT a.k, v, w FROM pl_b b RIGHT JOIN pl_a a ON a.k = b.k', 'refine'),
+	('mismatch on two classes, semi (exists)', 'SELECT a.k, v FROM pl_a a WHERE EXISTS (SELECT FROM pl_b b WHERE b.k = a.k)', 'refine'),
+	('mismatch on two classes, semi (in)', 'SELECT a.k, v FROM pl_a a WHERE a.k IN (SELECT b.k FROM pl_b b WHERE w > 50)', 'refine'),
+	('mismatch on two classes, anti', 'SELECT a.k, v FROM pl_a a WHERE NOT EXISTS (SELECT FROM pl_b b WHERE b.k = a.k)', 'refine'),
+	('mismatch, extra join condition', 'SELECT a.k, v, w FROM pl_a a JOIN pl_b b ON a.k = b.k AND v < w', 'refine'),
+	('mismatch, pruned by an in list', 'SELECT a.k, v, w FROM pl_a a JOIN pl_b b ON a.k = b.k WHERE a.k IN (1, 2, 3)', 'refine'),
+	('mismatch, leaves with column_name options', 'SELECT a.k, v, w FROM pl_a a JOIN cn ON a.k = cn.k', 'refine'),
+	('mismatch, leaves with column_name options, left', 'SELECT a.k, v, w FROM pl_a a LEFT JOIN cn ON a.k = cn.k AND w % 2 = 0', 'refine'),
+	('mismatch on all classes, inner', 'SELECT a.k, v, w FROM pl_a a JOIN pm_b b ON a.k = b.k', 'refine'),
+	('mismatch on all classes, left', 'SELECT b.k, v, w FROM pm_b b LEFT JOIN pl_a a ON a.k = b.k', 'refine'),
+	('mismatch on all classes, anti', 'SELECT b.k, w FROM pm_b b WHERE NOT EXISTS (SELECT FROM pl_a a WHERE a.k = b.k)', 'refine'),
+	('mismatch, full join: nothing moves', 'SELECT a.k, b.k, v, w FROM pl_a a FULL JOIN pl_b b ON a.k = b.k', 'none'),
+	('mismatch, three tables', 'SELECT a.k, b.w, c.w FROM pl_a a JOIN pl_b b ON a.k = b.k JOIN pm_b c ON c.k = a.k', 'refine+refine'),
+	('mismatch, three tables, left joins', 'SELECT a.k, b.w, c.w FROM pl_a a LEFT JOIN pl_b b ON a.k = b.k LEFT JOIN pm_b c ON c.k = a.k', 'refine+refine')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+
+--
+-- Moduli 4, 8 and 16: the finer side's partitions refine the coarser
+-- side's classes.  m16a's remainders sit on the nodes of the classes of 8
+-- they refine (nothing to copy); m16's do not.
+--
+SELECT c.* FROM (VALUES
+	('8 and 16, aligned: nothing copied', 'SELECT o_key, v FROM orders JOIN m16a ON o_key = m16a.k', 'refine'),
+	('8 and 16, aligned, left', 'SELECT o_key, o_cust, v FROM orders LEFT JOIN m16a ON o_key = m16a.k', 'refine'),
+	('8 and 16 (int4 key), inner', 'SELECT o_key, v FROM orders JOIN m16 ON o_key = m16.k', 'refine'),
+	('8 and 16, left, moved side nullable', 'SELECT o_key, o_status, v FROM orders LEFT JOIN m16 ON o_key = m16.k', 'refine'),
+	('8 and 16, semi', 'SELECT o_key FROM orders WHERE EXISTS (SELECT FROM m16 WHERE m16.k = o_key AND v > 100)', 'refine'),
+	('8 and 16, anti', 'SELECT o_key FROM orders WHERE NOT EXISTS (SELECT FROM m16 WHERE m16.k = o_key)', 'refine'),
+	('4 as anchor, 8 refining', 'SELECT m4.k, v, o_cust FROM m4 JOIN orders ON o_key = m4.k', 'refine'),
+	('4 as anchor, 8 refining, left', 'SELECT m4.k, v, o_cust FROM m4 LEFT JOIN orders ON o_key = m4.k', 'refine'),
+	('4 as anchor, 16 refining', 'SELECT m4.k, m4.v, m16.v FROM m4 JOIN m16 ON m4.k = m16.k', 'refine'),
+	('4 as anchor, 16 refining, left with a condition', 'SELECT m4.k, m4.v, m16.v FROM m4 LEFT JOIN m16 ON m4.k = m16.k AND m16.v > 20', 'refine'),
+	('8 preserved, 4 nullable: 4 repartitioned', 'SELECT o_key, v FROM orders LEFT JOIN m4 ON o_key = m4.k', 'repartition'),
+	('16 preserved, 8 nullable', 'SELECT m16.k, v, o_cust FROM m16 LEFT JOIN orders ON o_key = m16.k', 'repartition'),
+	('8 and 16, full join: nothing moves', 'SELECT o_key, m16.k FROM orders FULL JOIN m16 ON o_key = m16.k', 'none'),
+	('16 with a dropped column', 'SELECT o_key, dc.k, w FROM orders JOIN dc ON o_key = dc.k', 'refine'),
+	('two levels (4 by hash, then list) as anchor', 'SELECT ml.k, cat, v, o_cust FROM ml JOIN orders ON o_key = ml.k', 'refine'),
+	('two levels, left, preserved', 'SELECT ml.k, cat, o_status FROM ml LEFT JOIN orders ON o_key = ml.k AND cat = 1', 'refine'),
+	('empty table refining', 'SELECT o_key, e.k FROM orders JOIN empty16 e ON o_key = e.k', 'refine'),
+	('empty table refining, left', 'SELECT o_key, e.k FROM orders LEFT JOIN empty16 e ON o_key = e.k', 'refine'),
+	('empty table refining, anti', 'SELECT o_key FROM orders WHERE NOT EXISTS (SELECT FROM empty16 e WHERE e.k = o_key)', 'refine')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+
+--
+-- Join on one side's partition key only: the other side is repartitioned
+-- by the first side's hash function and sent to its nodes.  int4 and int8
+-- hash alike; numeric does not, so that join falls back (here to a
+-- broadcast of the small side, or to PostgreSQL's plan).
+--
+SELECT c.* FROM (VALUES
+	('int4 key, int8 column, inner', 'SELECT p_partkey, p_brand, l_key, l_line FROM part JOIN lineitem ON l_partkey = p_partkey', 'repartition'),
+	('int4 key, int8 column, left, moved side nullable', 'SELECT p_partkey, p_brand, l_key FROM part LEFT JOIN lineitem ON l_partkey = p_partkey', 'repartition'),
+	('int4 key, int8 column, right', 'SELECT p_partkey, p_brand, l_key FROM lineitem RIGHT JOIN part ON l_partkey = p_partkey', 'repartition'),
+	('semi (exists)', 'SELECT p_partkey, p_brand FROM part WHERE EXISTS (SELECT FROM lineitem WHERE l_partkey = p_partkey)', 'repartition'),
+	('semi (in) with a filter on the moved side', 'SELECT p_partkey, p_size FROM part WHERE p_partkey IN (SELECT l_partkey FROM lineitem WHERE l_qty > 15)', 'repartition'),
+	('anti', 'SELECT p_partkey, p_brand FROM part WHERE NOT EXISTS (SELECT FROM lineitem WHERE l_partkey = p_partkey)', 'repartition'),
+	('extra join condition', 'SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey AND l_qty > p_size', 'repartition'),
+	('anchor pruned', 'SELECT p_partkey, l_line, l_qty FROM part JOIN lineitem ON l_partkey = p_partkey WHERE p_partkey IN (1, 2, 3, 50)', 'repartition'),
+	('key filter on the moved side', 'SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey WHERE l_partkey = 42', 'repartition'),
+	('filter empties the moved side', 'SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey WHERE l_qty < 0', 'repartition'),
+	('filter empties the moved side, left', 'SELECT p_partkey, p_brand, l_line FROM part LEFT JOIN lineitem ON l_partkey = p_partkey AND l_qty < 0', 'repartition'),
+	('filter empties the moved side, anti', 'SELECT p_partkey FROM part WHERE NOT EXISTS (SELECT FROM lineitem WHERE l_partkey = p_partkey AND l_qty < 0)', 'repartition'),
+	('filter the nodes cannot run, inner: above the join', 'SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.nonship(l_qty)', 'repartition'),
+	('filter the nodes cannot run, on the nullable side', 'SELECT p_partkey, l_line FROM part LEFT JOIN lineitem ON l_partkey = p_partkey AND cj_redist.nonship(l_qty)', 'none'),
+	('int4 key, int8 column (events.e_ref8)', 'SELECT s_key, s_carrier, e_id, e_tag FROM shipments JOIN events ON s_key = e_ref8', 'repartition'),
+	('int8 key, int4 column (events.e_ref4)', 'SELECT o_key, o_cust, e_id FROM orders JOIN events ON o_key = e_ref4', 'repartition'),
+	('int8 key, int4 column, left', 'SELECT o_key, e_id, e_tag FROM orders LEFT JOIN events ON o_key = e_ref4', 'repartition'),
+	('int4 key, numeric column: broadcast instead', 'SELECT s_key, e_id, e_refnum FROM shipments JOIN events ON s_key = e_refnum', 'broadcast'),
+	('int4 key, numeric column, left: broadcast instead', 'SELECT s_key, e_id, e_refnum FROM shipments LEFT JOIN events ON s_key = e_refnum', 'broadcast'),
+	('text key, text column', 'SELECT a.k, v, id, w FROM tk_a a JOIN tk_c c ON a.k = c.name', 'repartition'),
+	('text key, text column, left', 'SELECT a.k, v, id FROM tk_a a LEFT JOIN tk_c c ON a.k = c.name', 'repartition'),
+	('text key, text column, anti', 'SELECT a.k, v FROM tk_a a WHERE NOT EXISTS (SELECT FROM tk_c c WHERE c.name = a.k)', 'repartition'),
+	('anchor lacks classes 6 and 7', 'SELECT p_key, p_val, e_id FROM partial JOIN events ON p_key = e_ref8', 'repartition'),
+	('anchor lacks classes 6 and 7, left', 'SELECT p_key, p_val, e_id FROM partial LEFT JOIN events ON p_key = e_ref8', 'repartition'),
+	('two levels, repartitioned like orders', 'SELECT o_key, ml.cat, ml.v FROM orders JOIN ml ON o_key = ml.k', 'repartition'),
+	('empty table repartitioned', 'SELECT p_partkey, e.v FROM part JOIN empty16 e ON p_partkey = e.v', 'repartition'),
+	('preserved side stays, the small side is broadcast', 'SELECT l_key, l_partkey, p_brand FROM lineitem LEFT JOIN part ON l_partkey = p_partkey AND p_size > 5', 'broadcast'),
+	('full join: nothing moves', 'SELECT l_key, l_partkey, p_partkey FROM lineitem FULL JOIN part ON l_partkey = p_partkey', 'none')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+
+--
+-- Broadcast: a small side (by estimate, at most
+-- colojoin.broadcast_threshold rows) copied whole to every node of the
+-- other side; it serves joins that are not on a partition key, and
+-- inner joins that are not equi-joins at all.
+--
+SELECT c.* FROM (VALUES
+	('equi-join on no partition key', 'SELECT o_key, o_cust, n_name FROM orders JOIN nation ON o_cust = n_key', 'broadcast'),
+	('non-equi inner join', 'SELECT o_key, o_cust, n_key FROM orders JOIN nation ON o_cust < n_key WHERE o_key < 20', 'broadcast'),
+	('non-equi inner join with a second condition', 'SELECT o_key, n_key FROM orders JOIN nation ON o_cust > n_key AND n_region = o_cust % 5', 'broadcast'),
+	('left, big side preserved', 'SELECT o_key, o_cust, n_name FROM orders LEFT JOIN nation ON o_cust = n_key', 'broadcast'),
+	('left, big side preserved, non-equi', 'SELECT o_key, o_cust, n_name FROM orders LEFT JOIN nation ON o_cust < n_key AND n_region = 2', 'broadcast'),
+	('right, big side preserved', 'SELECT o_key, n_name FROM nation RIGHT JOIN orders ON o_cust = n_key', 'broadcast'),
+	('semi', 'SELECT o_key, o_cust FROM orders WHERE EXISTS (SELECT FROM nation WHERE n_key = o_cust AND n_region < 3)', 'broadcast'),
+	('anti', 'SELECT o_key, o_cust FROM orders WHERE NOT EXISTS (SELECT FROM nation WHERE n_key = o_cust)', 'broadcast'),
+	('every column type through COPY', 'SELECT o_key, n_key, n_name, n_comment, n_tags, n_blob, n_code FROM orders JOIN nation ON o_cust = n_key', 'broadcast'),
+	('collation "C" of a moved column', 'SELECT o_key, n_code FROM orders JOIN nation ON o_cust = n_key WHERE n_code < ''a''', 'broadcast'),
+	('range partitioned small side', 'SELECT o_key, r_name FROM orders JOIN region ON o_cust = r_key', 'broadcast'),
+	('range partitioned small side, left, expression', 'SELECT o_key, r_name FROM orders LEFT JOIN region ON o_cust % 5 = r_key', 'broadcast'),
+	('two small sides', 'SELECT o_key, n_name, r_name FROM orders JOIN nation ON o_cust = n_key JOIN region ON n_region = r_key', 'broadcast+broadcast'),
+	('join on an expression of the key', 'SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey + 0', 'broadcast'),
+	('or join', 'SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey OR l_qty = p_size', 'broadcast'),
+	('16 with a dropped column, on a non-key column', 'SELECT o_key, dc.k, w FROM orders JOIN dc ON o_cust = dc.w', 'broadcast'),
+	('small side preserved: the big nullable side moves', 'SELECT n_key, n_name, o_key FROM nation LEFT JOIN orders ON o_cust = n_key', 'broadcast'),
+	('full join: nothing moves', 'SELECT o_key, n_key FROM nation FULL JOIN orders ON o_cust = n_key', 'none'),
+	('not in (null-aware): not a join colojoin runs', 'SELECT o_key FROM orders WHERE o_cust NOT IN (SELECT n_key FROM nation WHERE n_key IS NOT NULL)', 'none')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+
+--
+-- Three tables: a colocated pair and a moved third one; and queries
+-- around a redistributed join.
+--
+SELECT c.* FROM (VALUES
+	('colocated pair, part broadcast', 'SELECT o_key, l_line, p_brand FROM orders JOIN lineitem ON o_key = l_key JOIN part ON l_partkey = p_partkey', 'broadcast'),
+	('colocated pair, part broadcast, left', 'SELECT o_key, l_line, p_brand FROM orders JOIN lineitem ON o_key = l_key LEFT JOIN part ON l_partkey = p_partkey', 'broadcast'),
+	('colocated pair, lineitem repartitioned', 'SELECT p_partkey, l_line, s_carrier FROM part JOIN shipments ON s_key = p_partkey JOIN lineitem ON l_partkey = s_key', 'repartition'),
+	('repartitioned pair, then colocated', 'SELECT p_partkey, l_line, s_carrier FROM part JOIN lineitem ON l_partkey = p_partkey JOIN shipments ON s_key = p_partkey', 'repartition'),
+	('aggregate by brand (repartition)', 'SELECT p_brand, count(*), sum(l_qty), sum(l_price) FROM part JOIN lineitem ON l_partkey = p_partkey GROUP BY p_brand', 'repartition'),
+	('aggregate by brand (broadcast)', 'SELECT p_brand, count(*), sum(l_qty) FROM lineitem JOIN part ON l_partkey = p_partkey GROUP BY p_brand', 'broadcast'),
+	('aggregate by the anchor key', 'SELECT p_partkey, count(l_key), max(l_qty) FROM part LEFT JOIN lineitem ON l_partkey = p_partkey GROUP BY p_partkey', 'repartition'),
+	('aggregate over a refined join', 'SELECT o_status, count(*), sum(v) FROM orders JOIN m16 ON o_key = m16.k GROUP BY o_status', 'refine'),
+	('count over a mismatched join', 'SELECT count(*), count(w), sum(v) FROM pl_a a LEFT JOIN pm_b b ON a.k = b.k', 'refine'),
+	('distinct', 'SELECT DISTINCT p_brand, l_qty FROM part JOIN lineitem ON l_partkey = p_partkey', 'repartition'),
+	('order by, limit', 'SELECT p_partkey, l_line, l_qty, l_key FROM part JOIN lineitem ON l_partkey = p_partkey ORDER BY p_partkey, l_line, l_qty, l_key LIMIT 12', 'repartition'),
+	('correlated subquery: rescanned with each outer row', 'SELECT g, (SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE p_size = g) FROM generate_series(1, 4) g', 'repartition'),
+	('in a materialized cte used twice', 'WITH j AS MATERIALIZED (SELECT p_brand, l_qty FROM part JOIN lineitem ON l_partkey = p_partkey) SELECT a.p_brand, a.n, b.q FROM (SELECT p_brand, count(*) n FROM j GROUP BY 1) a JOIN (SELECT p_brand, sum(l_qty) q FROM j GROUP BY 1) b USING (p_brand)', 'repartition'),
+	('two redistributed joins in one query', 'SELECT x.p_brand, x.n, y.n FROM (SELECT p_brand, count(*) n FROM part JOIN lineitem ON l_partkey = p_partkey GROUP BY 1) x JOIN (SELECT p_brand, count(*) n FROM part JOIN pl_b ON p_partkey = pl_b.w GROUP BY 1) y USING (p_brand)', 'repartition+repartition')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+
+--
+-- Settings: each strategy can be turned off, and then nothing moves that
+-- way.
+--
+SET colojoin.enable_redistribution = off;
+SELECT c.* FROM (VALUES
+	('redistribution off: mismatch, broadcast instead', 'SELECT a.k, v, w FROM pl_a a JOIN pl_b b ON a.k = b.k', 'broadcast'),
+	('redistribution off: moduli, broadcast instead', 'SELECT o_key, v FROM orders JOIN m16 ON o_key = m16.k', 'broadcast'),
+	('redistribution off: nullable side broadcast instead', 'SELECT m4.k, v, o_key FROM m4 LEFT JOIN orders ON o_key = m4.k', 'broadcast'),
+	('redistribution off: part still broadcast', 'SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey', 'broadcast')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+SET colojoin.enable_broadcast = off;
+SELECT c.* FROM (VALUES
+	('both off: nothing moves', 'SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey', 'none'),
+	('both off: mismatch', 'SELECT a.k, v, w FROM pl_a a LEFT JOIN pl_b b ON a.k = b.k', 'none'),
+	('both off: moduli', 'SELECT m4.k, v, o_cust FROM m4 JOIN orders ON o_key = m4.k', 'none'),
+	('both off: colocated joins still run', 'SELECT o_key, l_line FROM orders JOIN lineitem ON o_key = l_key', 'colocated')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+RESET colojoin.enable_redistribution;
+SELECT c.* FROM (VALUES
+	('broadcast off: no broadcast', 'SELECT o_key, n_name FROM orders JOIN nation ON o_cust = n_key', 'none'),
+	('broadcast off: non-equi join', 'SELECT o_key, n_key FROM orders JOIN nation ON o_cust < n_key WHERE o_key < 20', 'none'),
+	('broadcast off: numeric column', 'SELECT s_key, e_id FROM shipments JOIN events ON s_key = e_refnum', 'none'),
+	('broadcast off: preserved side would have to move', 'SELECT l_key, l_partkey, p_brand FROM lineitem LEFT JOIN part ON l_partkey = p_partkey', 'none'),
+	('broadcast off: repartition instead', 'SELECT l_key, p_brand FROM lineitem JOIN part ON l_partkey = p_partkey', 'repartition'),
+	('broadcast off: three tables, lineitem repartitioned', 'SELECT p_partkey, l_line, s_carrier FROM part JOIN shipments ON s_key = p_partkey JOIN lineitem ON l_partkey = s_key', 'repartition')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+RESET colojoin.enable_broadcast;
+SET colojoin.broadcast_threshold = 10;
+SELECT c.* FROM (VALUES
+	('threshold 10: nation is too big', 'SELECT o_key, n_name FROM orders JOIN nation ON o_cust = n_key', 'none'),
+	('threshold 10: a filtered nation is not', 'SELECT o_key, n_name FROM orders JOIN nation ON o_cust = n_key WHERE n_key < 3', 'broadcast'),
+	('threshold 10: small preserved, big nullable', 'SELECT n_key, o_key FROM nation LEFT JOIN orders ON o_cust = n_key', 'none')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+RESET colojoin.broadcast_threshold;
+SET colojoin.enable = off;
+SELECT c.* FROM (VALUES
+	('colojoin off', 'SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey', 'none')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+RESET colojoin.enable;
+
+--
+-- Hints force a move where the planner would choose another way, or none.
+--
+SELECT c.* FROM (VALUES
+	('BroadcastJoin instead of repartition', '/*+ BroadcastJoin(lineitem) */ SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey', 'broadcast'),
+	('BroadcastJoin instead of refinement', '/*+ BroadcastJoin(b) */ SELECT a.k, v, w FROM pl_a a JOIN pl_b b ON a.k = b.k', 'broadcast'),
+	('Redistribute instead of broadcast', '/*+ Redistribute(lineitem) */ SELECT l_key, p_brand FROM lineitem JOIN part ON l_partkey = p_partkey', 'repartition'),
+	('RedistributeJoin instead of broadcast', '/*+ RedistributeJoin(lineitem part) */ SELECT l_key, p_brand FROM lineitem JOIN part ON l_partkey = p_partkey', 'repartition'),
+	('Redistribute, left', '/*+ Redistribute(lineitem) */ SELECT p_partkey, l_key FROM part LEFT JOIN lineitem ON l_partkey = p_partkey', 'repartition'),
+	('Redistribute in a three-way join', '/*+ Redistribute(lineitem) */ SELECT p_partkey, l_line, s_carrier FROM part JOIN shipments ON s_key = p_partkey JOIN lineitem ON l_partkey = s_key', 'repartition')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+-- a hint beats the settings
+SET colojoin.enable_redistribution = off;
+SET colojoin.enable_broadcast = off;
+SELECT c.* FROM (VALUES
+	('Redistribute with redistribution off', '/*+ Redistribute(lineitem) */ SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey', 'repartition'),
+	('BroadcastJoin with broadcast off', '/*+ BroadcastJoin(nation) */ SELECT o_key, n_name FROM orders JOIN nation ON o_cust = n_key', 'broadcast')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+RESET colojoin.enable_redistribution;
+RESET colojoin.enable_broadcast;
+SET colojoin.broadcast_threshold = 10;
+SELECT c.* FROM (VALUES
+	('BroadcastJoin over the threshold', '/*+ BroadcastJoin(nation) */ SELECT o_key, n_name FROM orders LEFT JOIN nation ON o_cust = n_key', 'broadcast')
+) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
+RESET colojoin.broadcast_threshold;
+\pset format aligned
+\pset fieldsep '|'
+-- a hint that cannot be followed is an error that says why
+SET search_path = cj_redist_sharded;
+/*+ BroadcastJoin(orders) */ SELECT count(*) FROM orders LEFT JOIN nation ON o_cust = n_key;
+/*+ Redistribute(part) */ SELECT count(*) FROM lineitem FULL JOIN part ON l_partkey = p_partkey;
+/*+ Redistribute(nation) */ SELECT count(*) FROM orders JOIN nation ON o_cust = n_key;
+/*+ RedistributeJoin(part lineitem) */ SELECT count(*) FROM part JOIN lineitem ON l_partkey < p_partkey WHERE p_partkey < 3;
+/*+ BroadcastJoin(part) */ SELECT count(*) FROM part JOIN (VALUES (1), (2)) v(x) ON p_partkey = x;
+/*+ Redistribute(lineitem) */ SELECT count(*) FROM lineitem JOIN part ON l_partkey = p_partkey WHERE l_qty = (SELECT 5);
+SET search_path = cj_redist_local;
+/*+ RedistributeJoin(lineitem part) */ SELECT count(*) FROM lineitem JOIN part ON l_partkey = p_partkey;
+RESET search_path;
+
+--
+-- Errors.  A remote error names its node and, while rows move, the move;
+-- temporary tables never outlive the statement, whatever happens: not
+-- after an error while rows move, in a task, or on the coordinator; not
+-- after a savepoint or a PL/pgSQL exception block rolled back; not after
+-- a cursor left open at commit or a LIMIT that stops early.  Other
+-- sessions see a node's temporary tables in pg_class once the remote
+-- transaction that made them commits.
+--
+-- a function that fails on the coordinator, in the middle of the rows
+CREATE FUNCTION cj_redist.boom(int) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	IF $1 = 22 THEN
+		RAISE EXCEPTION 'boom at %', $1;
+	END IF;
+	RETURN true;
+END
+$$;
+-- the error of a statement: its message, the node it names, and where
+CREATE FUNCTION cj_redist.error_of(stmt text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	msg text;
+	ctx text;
+BEGIN
+	EXECUTE stmt;
+	RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, ctx = PG_EXCEPTION_CONTEXT;
+	RETURN format('%s | node %s | %s', msg,
+				  coalesce(substring(ctx FROM 'node "([^"]+)"'), 'not named'),
+				  CASE WHEN ctx LIKE '%(moving %' THEN 'moving ' || substring(ctx FROM '\(moving (\S+)')
+					   WHEN ctx LIKE '%partition class%' THEN 'in a task'
+					   ELSE 'on the coordinator' END);
+END
+$$;
+SET search_path = cj_redist_sharded;
+\set VERBOSITY terse
+-- at the top level: the remote transactions roll back
+-- an error on a node while rows move (the moved side's filter)
+SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100;
+-- an error on the node a class is copied from
+SELECT count(*) FROM pl_a a JOIN pm_b b ON a.k = b.k WHERE 1 / (w - 5) > -100;
+-- an error on a node in a task, after the moves
+SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_size - 49) > -100;
+-- an error on the coordinator while the tasks' rows arrive
+SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty);
+\set VERBOSITY default
+SELECT * FROM cj_redist.leftovers();
+-- the session goes on
+SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey;
+SELECT count(*), sum(w) FROM pl_a a JOIN pm_b b ON a.k = b.k;
+SELECT * FROM cj_redist.leftovers();
+-- inside savepoints: each failed level is rolled back, the transaction goes on
+\set VERBOSITY terse
+BEGIN;
+SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey;
+SAVEPOINT s1;
+SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100;
+ROLLBACK TO s1;
+SELECT count(*), sum(w) FROM pl_a a JOIN pl_b b ON a.k = b.k;
+SAVEPOINT s2;
+SELECT count(*) FROM pl_a a JOIN pm_b b ON a.k = b.k WHERE 1 / (w - 5) > -100;
+ROLLBACK TO s2;
+SELECT count(*), sum(w) FROM pl_a a JOIN pm_b b ON a.k = b.k;
+SAVEPOINT s3;
+SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty);
+ROLLBACK TO s3;
+SELECT count(*), sum(w) FROM pl_a a JOIN pl_b b ON a.k = b.k;
+COMMIT;
+\set VERBOSITY default
+SELECT * FROM cj_redist.leftovers();
+-- in PL/pgSQL exception blocks: the error names the node and the move
+SELECT e.error FROM (VALUES
+	(1, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100'),
+	(2, 'SELECT count(*) FROM pl_a a JOIN pm_b b ON a.k = b.k WHERE 1 / (w - 5) > -100'),
+	(3, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_size - 49) > -100'),
+	(4, 'SELECT count(*) FROM orders JOIN nation ON o_cust = n_key WHERE 1 / (n_region - 4) > -100'),
+	(5, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty)')
+) v(i, q), LATERAL cj_redist.error_of(v.q) e(error) ORDER BY v.i;
+SELECT * FROM cj_redist.leftovers();
+-- cursors and LIMIT
+BEGIN;
+DECLARE c1 CURSOR FOR SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey;
+MOVE 2 IN c1;
+COMMIT;
+BEGIN;
+DECLARE c2 CURSOR WITH HOLD FOR SELECT o_key, n_name FROM orders JOIN nation ON o_cust = n_key;
+MOVE 1 IN c2;
+COMMIT;
+SELECT count(*) AS nodes_with_move_tables FROM cj_redist.leftovers() WHERE move_tables > 0;
+MOVE ALL IN c2;
+CLOSE c2;
+SELECT count(*) FROM (SELECT p_partkey FROM part JOIN lineitem ON l_partkey = p_partkey LIMIT 1) s;
+-- the right answers of the counts above
+SELECT count(*) FROM cj_redist_local.part JOIN cj_redist_local.lineitem ON l_partkey = p_partkey;
+SELECT count(*), sum(w) FROM cj_redist_local.pl_a a JOIN cj_redist_local.pl_b b ON a.k = b.k;
+SELECT count(*), sum(w) FROM cj_redist_local.pl_a a JOIN cj_redist_local.pm_b b ON a.k = b.k;
+SELECT count(*) FROM cj_redist_local.orders JOIN cj_redist_local.nation ON o_cust = n_key;
+-- EXPLAIN ANALYZE moves the rows too, and counts the bytes
+SELECT bool_or(l LIKE '%Bytes Moved: %' AND l NOT LIKE '%Bytes Moved: 0') AS bytes_counted
+FROM cj_redist.plan_lines('EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT p_partkey, l_line FROM part JOIN lineitem ON l_partkey = p_partkey') l;
+RESET search_path;
+-- nothing left on any node after all of the above
+SELECT * FROM cj_redist.leftovers();
+
+--
+-- Clean up, here and on the nodes.
+--
+SET client_min_messages = warning;
+DROP SCHEMA cj_redist_sharded CASCADE;
+DROP SCHEMA cj_redist_local CASCADE;
+SELECT dblink_exec('cj_redist_n' || n, 'DROP SCHEMA cj_redist_remote CASCADE')
+FROM cj_redist.nodes ORDER BY n;
+SELECT dblink_disconnect('cj_redist_n' || n) FROM cj_redist.nodes ORDER BY n;
+DROP SCHEMA cj_redist CASCADE;
+DROP SERVER cj_redist_n1, cj_redist_n2, cj_redist_n3 CASCADE;
+\if :cj_redist_own_dblink
+DROP EXTENSION dblink;
+\endif
+\if :cj_redist_own_colojoin
+DROP EXTENSION colojoin;
+\endif
+\if :cj_redist_own_fdw
+DROP EXTENSION postgres_fdw;
+\endif
+RESET client_min_messages;
+-- nothing left behind
+SELECT count(*) AS leftovers FROM pg_namespace WHERE nspname LIKE 'cj\_redist%';
+SELECT count(*) AS leftovers FROM pg_foreign_server WHERE srvname LIKE 'cj\_redist%';

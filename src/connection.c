@@ -32,6 +32,7 @@
 #include "foreign/foreign.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -1569,6 +1570,25 @@ abort_all(void)
 	{
 		if (c->in_flight && !conn_is_bad(c))
 			quiet_cancel(c);
+	}
+
+	/*
+	 * A backend on its way out (pg_terminate_backend, a FATAL error) does not
+	 * wait for nodes: the cancel is sent, and closing the connection makes
+	 * each node roll its transaction back by itself.
+	 */
+	if (proc_exit_inprogress)
+	{
+		hash_seq_init(&scan, cj_connections);
+		while ((c = hash_seq_search(&scan)) != NULL)
+		{
+			if (c->conn != NULL && (c->in_flight || c->xact_open))
+				close_connection(c);
+			c->in_flight = false;
+			reset_xact_state(c);
+		}
+		pfree(failures.data);
+		return;
 	}
 	hash_seq_init(&scan, cj_connections);
 	while ((c = hash_seq_search(&scan)) != NULL)

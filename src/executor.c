@@ -245,7 +245,6 @@ prune_tasks(CjScanState *st)
 											st->prune_collations, values, isnull);
 		remainder = (int) (hash % (uint64) st->prune_modulus);
 	}
-	st->ntasks_run = 0;
 	for (i = 0; i < st->ntasks; i++)
 	{
 		CjExecTask *task = &st->tasks[i];
@@ -256,7 +255,7 @@ prune_tasks(CjScanState *st)
 			task->skipped = true;
 		}
 		else
-			st->ntasks_run++;
+			st->ntasks_run++;	/* summed over rescans */
 	}
 	st->pruned_at_run_time = true;
 }
@@ -299,7 +298,19 @@ send_task(CjScanState *st, CjWorker *w, CjExecTask *task)
 			 task->node);
 	cj_conn_begin_async(w->conn);
 	w->task = task;
+	task->runs++;
 	INSTR_TIME_SET_CURRENT(w->started);
+}
+
+/* the first slot >= from of (server, user) not busy with another scan */
+static int
+free_slot(Oid serverid, Oid userid, int from)
+{
+	int			slot = from;
+
+	while (cj_connection_busy(serverid, userid, slot))
+		slot++;
+	return slot;
 }
 
 /*
@@ -319,12 +330,15 @@ run_moves(CjScanState *st, Oid userid)
 	for (i = 0; i < st->nmoves; i++)
 	{
 		CjExecMove *move = &st->moves[i];
-		CjConnection *dst = cj_get_connection(move->dest, userid, 0);
+		CjConnection *dst;
 		char	   *context = psprintf("moving %s", move->label);
 		ListCell   *lc;
 		instr_time	start,
 					end;
 
+		/* the tasks on dest will run on this same, first free, slot */
+		move->dest_slot = free_slot(move->dest, userid, 0);
+		dst = cj_get_connection(move->dest, userid, move->dest_slot);
 		INSTR_TIME_SET_CURRENT(start);
 		cj_exec_command(dst, psprintf("%s; %s", move->drop_sql, move->create_sql),
 						context);
@@ -337,7 +351,9 @@ run_moves(CjScanState *st, Oid userid)
 
 			/* a node reading its own rows does so on a second connection */
 			CjConnection *src = cj_get_connection(srcid, userid,
-												  srcid == move->dest ? 1 : 0);
+												  srcid == move->dest ?
+												  free_slot(srcid, userid, move->dest_slot + 1) :
+												  free_slot(srcid, userid, 0));
 
 			move->bytes += cj_copy_rows(src, strVal(lsecond(source)), dst,
 										move->copy_in_sql, context);
@@ -362,7 +378,7 @@ drop_moves(CjScanState *st)
 		if (!move->created)
 			continue;
 		move->created = false;
-		cj_exec_command(cj_get_connection(move->dest, userid, 0),
+		cj_exec_command(cj_get_connection(move->dest, userid, move->dest_slot),
 						move->drop_sql, "dropping moved rows");
 	}
 }
@@ -386,6 +402,7 @@ start_scan(CjScanState *st)
 
 	evaluate_params(st);
 
+	/* statistics add up over rescans, as EXPLAIN ANALYZE reports loops */
 	for (i = 0; i < st->ntasks; i++)
 	{
 		CjExecTask *task = &st->tasks[i];
@@ -393,13 +410,11 @@ start_scan(CjScanState *st)
 		task->taken = false;
 		task->skipped = false;
 		task->done = false;
-		task->rows = 0;
-		task->bytes = 0;
-		task->seconds = 0;
 	}
-	st->ntasks_run = st->ntasks;
 	if (st->prune_modulus > 0)
 		prune_tasks(st);
+	else
+		st->ntasks_run += st->ntasks;
 
 	/* tasks per node, nodes in order of their first task */
 	for (i = 0; i < st->ntasks; i++)
@@ -435,23 +450,39 @@ start_scan(CjScanState *st)
 	if (st->workers == NULL || st->nworkers < n)
 		st->workers = MemoryContextAllocZero(st->css.ss.ps.state->es_query_cxt,
 											 sizeof(CjWorker) * Max(n, 1));
+
+	/*
+	 * Open every connection (and its remote transaction) before sending any
+	 * task: a connection importing another's snapshot must not do so after
+	 * that one's query has already failed.  Slots busy with another scan of
+	 * this transaction (an open cursor, the other side of a join) are
+	 * skipped.
+	 */
 	st->nworkers = 0;
 	forboth(ls, servers, lcnt, counts)
 	{
 		int			nconn = Min(lfirst_int(lcnt),
 								st->nmoves > 0 ? 1 : colojoin_max_connections_per_node);
-		int			slot;
+		int			slot = -1;
+		int			k;
 
-		for (slot = 0; slot < nconn; slot++)
+		for (k = 0; k < nconn; k++)
 		{
 			CjWorker   *w = &st->workers[st->nworkers++];
 
+			slot = free_slot(lfirst_oid(ls), userid, slot + 1);
 			w->serverid = lfirst_oid(ls);
 			w->slot = slot;
 			w->task = NULL;
 			w->conn = cj_get_connection(w->serverid, userid, slot);
-			send_task(st, w, next_task_for(st, w->serverid));
 		}
+	}
+	for (i = 0; i < st->nworkers; i++)
+	{
+		CjExecTask *task = next_task_for(st, st->workers[i].serverid);
+
+		if (task)
+			send_task(st, &st->workers[i], task);
 	}
 	st->current = 0;
 	st->started = true;

@@ -25,6 +25,7 @@ typedef struct CjExecTask
 	int			remainder;
 	bool		taken;			/* dispatched (or skipped) */
 	bool		skipped;		/* pruned at run time */
+	int			runs;			/* times sent, over rescans */
 	bool		done;
 	double		rows;
 	uint64		bytes;
@@ -41,6 +42,7 @@ typedef struct CjExecMove
 	List	   *sources;		/* List of [Integer server, String sql] */
 	char	   *label;
 	bool		created;		/* to drop at the end */
+	int			dest_slot;		/* connection slot holding the table */
 	uint64		bytes;
 	double		seconds;
 } CjExecMove;

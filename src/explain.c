@@ -56,8 +56,7 @@ summarise_nodes(CjScanState *st)
 			nodes = lappend(nodes, ns);
 		}
 		ns->tasks++;
-		if (!task->skipped)
-			ns->tasks_run++;
+		ns->tasks_run += task->runs;
 		ns->rows += task->rows;
 		ns->bytes += task->bytes;
 		ns->seconds += task->seconds;

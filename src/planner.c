@@ -1751,9 +1751,27 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	if (group == NULL && force == NULL &&
 		(move_hint != NULL ||
 		 (enabled && (colojoin_enable_redistribution || colojoin_enable_broadcast))))
+	{
+		List	   *colocated_reasons = reasons;
+
+		reasons = NIL;
 		group = try_redistributed_join(root, joinrel, outerrel, innerrel,
 									   jointype, extra, must_move, forced_move,
 									   &reasons);
+		if (group != NULL)
+		{
+			/* the decision log says why the rows had to move */
+			ListCell   *lr;
+
+			if (attempt->names == NULL)
+				attempt->names = joinrel_names(root, joinrel);
+			foreach(lr, colocated_reasons)
+				attempt->reasons = list_append_unique(attempt->reasons,
+													  makeString(lfirst(lr)));
+		}
+		else
+			reasons = list_concat(colocated_reasons, reasons);
+	}
 	if (move_hint != NULL)
 	{
 		if (group != NULL)
@@ -1762,7 +1780,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 			group->hints_used = lappend(group->hints_used, move_hint);
 			force = move_hint;
 		}
-		else
+		else if (move_hint->failures == NIL)
 		{
 			ListCell   *lr;
 
@@ -1775,16 +1793,20 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	{
 		ListCell   *lc;
 
+		/*
+		 * Keep the reasons of the first way of building this join that
+		 * failed: the other order of the same two inputs only repeats them.
+		 */
 		if (attempt->names == NULL)
 			attempt->names = joinrel_names(root, joinrel);
-		foreach(lc, reasons)
-		{
-			attempt->reasons = list_append_unique(attempt->reasons,
-												  makeString(lfirst(lc)));
-			if (force)
+		if (attempt->reasons == NIL)
+			foreach(lc, reasons)
+				attempt->reasons = list_append_unique(attempt->reasons,
+													  makeString(lfirst(lc)));
+		if (force && force->failures == NIL)
+			foreach(lc, reasons)
 				force->failures = list_append_unique(force->failures,
 													 makeString(lfirst(lc)));
-		}
 		return;
 	}
 	attempt->group = group;
@@ -1853,16 +1875,22 @@ log_decisions(List *attempts)
 		StringInfoData buf;
 		ListCell   *lr;
 
-		if (a->group != NULL || a->reasons == NIL)
+		if (a->reasons == NIL || (a->group != NULL && a->group->move_text == NULL))
 			continue;
 		initStringInfo(&buf);
 		foreach(lr, a->reasons)
 			appendStringInfo(&buf, "%s%s", buf.len ? "; " : "", strVal(lfirst(lr)));
 		buf.data[0] = pg_toupper((unsigned char) buf.data[0]);
-		ereport(NOTICE,
-				(errmsg("colojoin: join of %s is not colocated",
-						a->names),
-				 errdetail("%s.", buf.data)));
+		if (a->group != NULL)
+			ereport(NOTICE,
+					(errmsg("colojoin: join of %s is not colocated; %s instead",
+							a->names, a->group->move_text),
+					 errdetail("%s.", buf.data)));
+		else
+			ereport(NOTICE,
+					(errmsg("colojoin: join of %s is not colocated",
+							a->names),
+					 errdetail("%s.", buf.data)));
 	}
 }
 
@@ -2244,6 +2272,14 @@ placement_on(CjLeaf *leaf, Oid serverid)
 	for (i = 0; i < leaf->nplacements; i++)
 		if (leaf->placements[i].serverid == serverid)
 			return &leaf->placements[i];
+
+	/*
+	 * Only joinOptions(is_colocated_by_join_keys='true') puts a task where
+	 * a leaf has no placement: the user vouches that the leaf's own server
+	 * reaches that node too, so its relation is read there by its name.
+	 */
+	if (leaf->nplacements > 0)
+		return &leaf->placements[0];
 	elog(ERROR, "colojoin: leaf %u has no placement on server %u",
 		 leaf->relid, serverid);
 	return NULL;				/* keep compiler quiet */
