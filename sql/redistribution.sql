@@ -748,7 +748,7 @@ SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qt
 -- an error on the node a class is copied from
 SELECT count(*) FROM pl_a a JOIN pm_b b ON a.k = b.k WHERE 1 / (w - 5) > -100;
 -- an error on a node in a task, after the moves
-SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_size - 49) > -100;
+SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_partkey - 49) > -100;
 -- an error on the coordinator while the tasks' rows arrive
 SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty);
 \set VERBOSITY default
@@ -780,7 +780,7 @@ SELECT * FROM cj_redist.leftovers();
 SELECT e.error FROM (VALUES
 	(1, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100'),
 	(2, 'SELECT count(*) FROM pl_a a JOIN pm_b b ON a.k = b.k WHERE 1 / (w - 5) > -100'),
-	(3, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_size - 49) > -100'),
+	(3, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_partkey - 49) > -100'),
 	(4, 'SELECT count(*) FROM orders JOIN nation ON o_cust = n_key WHERE 1 / (n_region - 4) > -100'),
 	(5, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty)')
 ) v(i, q), LATERAL cj_redist.error_of(v.q) e(error) ORDER BY v.i;

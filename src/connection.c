@@ -1112,11 +1112,29 @@ begin_remote_xact(CjConnection *c)
 
 		/*
 		 * Slot 0 may be busy streaming a task's rows: its exported snapshot
-		 * is all we need from it, so only an unusable slot 0 is reopened.
+		 * is all we need from it, and any other slot that imported it knows
+		 * it too.  Only when no open slot has it is slot 0 (re)opened.
 		 */
 		if (first == NULL || !first->xact_open || first->needs_restart ||
 			first->doomed || first->snapshot[0] == '\0' || conn_is_bad(first))
-			first = cj_get_connection(c->key.serverid, c->key.userid, 0);
+		{
+			HASH_SEQ_STATUS scan;
+			CjConnection *other;
+			CjConnection *found = NULL;
+
+			hash_seq_init(&scan, cj_connections);
+			while ((other = hash_seq_search(&scan)) != NULL)
+			{
+				if (found == NULL && other != c &&
+					other->key.serverid == c->key.serverid &&
+					other->key.userid == c->key.userid &&
+					other->xact_open && !other->needs_restart && !other->doomed &&
+					other->snapshot[0] != '\0' && !conn_is_bad(other))
+					found = other;
+			}
+			first = found ? found :
+				cj_get_connection(c->key.serverid, c->key.userid, 0);
+		}
 		if (first->snapshot[0] == '\0')
 		{
 			/* exported lazily: the setting was 1 when slot 0 began */
@@ -1142,6 +1160,8 @@ begin_remote_xact(CjConnection *c)
 					   quote_literal_cstr(first->snapshot));
 		exec_sql(c, sql, "transaction start", false);
 		pfree(sql);
+		/* it can hand the snapshot on while slot 0 is busy or restarting */
+		strlcpy(c->snapshot, first->snapshot, sizeof(c->snapshot));
 	}
 }
 

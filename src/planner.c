@@ -2618,7 +2618,12 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 	if (br->move == CJ_MOVE_REPARTITION)
 		appendStringInfo(&create, "%scolojoin_class pg_catalog.int4",
 						 br->move_attnos ? ", " : "");
-	appendStringInfoChar(&create, ')');
+
+	/*
+	 * Dropped by the scan when it ends; ON COMMIT DROP covers a statement
+	 * that failed inside a subtransaction, whose remote transaction goes on.
+	 */
+	appendStringInfoString(&create, ") ON COMMIT DROP");
 
 	/* read each leaf where it is: on dest when it is there, else its primary */
 	foreach(lc, leaves)

@@ -1,0 +1,250 @@
+# test/t/020_redistribution_faults.pl -- a redistributed join fails
+# cleanly when a node dies or the statement is cancelled while rows move,
+# and two sessions redistribute the same tables at once without getting in
+# each other's way.  In every case no temporary table of a move
+# (colojoin_move_*) is left on a node that is still up, no node session is
+# left inside a transaction, and the coordinator session goes on.
+#
+# The moved table, big, is range partitioned on k (half its rows on each
+# node) and joined on big.ref to dim's hash partition key, so its rows are
+# repartitioned by dim's hash function: every row crosses the coordinator
+# on its way to the node of its class, which takes long enough to stop a
+# node, cancel or time out in the middle of it.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+use ColojoinTest;
+
+my $c = cj_new_cluster(name => 'redist', nodes => 2);
+my $coord = $c->{coordinator};
+my ($node1, $node2) = @{ $c->{nodes} };
+my $nbig = 300_000;
+
+# --- the tables ---------------------------------------------------------------
+
+for my $i (1, 2)
+{
+	my $node = $c->{nodes}[ $i - 1 ];
+	my ($lo, $hi) = ($i == 1) ? (0, $nbig / 2 - 1) : ($nbig / 2, $nbig - 1);
+	$node->safe_psql(
+		'postgres', qq{
+CREATE TABLE big_p$i (k int, ref int, pad text);
+INSERT INTO big_p$i SELECT g, g % 2500, repeat(md5(g::text), 3)
+	FROM generate_series($lo, $hi) g;
+ANALYZE big_p$i;
+});
+}
+# dim: hash modulus 4 on id; remainders 0 and 2 on n1, 1 and 3 on n2
+my $ddl = qq{
+CREATE TABLE big (k int, ref int, pad text) PARTITION BY RANGE (k);
+CREATE FOREIGN TABLE big_p1 PARTITION OF big FOR VALUES FROM (MINVALUE) TO (@{[ $nbig / 2 ]})
+	SERVER n1 OPTIONS (table_name 'big_p1');
+CREATE FOREIGN TABLE big_p2 PARTITION OF big FOR VALUES FROM (@{[ $nbig / 2 ]}) TO (MAXVALUE)
+	SERVER n2 OPTIONS (table_name 'big_p2');
+CREATE TABLE dim (id int, name text) PARTITION BY HASH (id);
+};
+for my $r (0 .. 3)
+{
+	my $node = $c->{nodes}[ $r % 2 ];
+	$node->safe_psql('postgres', "CREATE TABLE dim_p$r (id int, name text)");
+	$ddl .= "CREATE FOREIGN TABLE dim_p$r PARTITION OF dim "
+	  . "FOR VALUES WITH (MODULUS 4, REMAINDER $r) "
+	  . "SERVER n@{[ $r % 2 + 1 ]} OPTIONS (table_name 'dim_p$r');\n";
+}
+$ddl .= q{
+INSERT INTO dim SELECT g, 'name' || g % 97 FROM generate_series(1, 2000) g;
+ANALYZE big, dim;
+};
+$coord->safe_psql('postgres', $ddl);
+
+# The join: big moves, repartitioned like dim, and its pad column with it.
+my $join = '/*+ Redistribute(big) */ SELECT count(*), sum(big.k), '
+  . 'sum(length(big.pad)), count(DISTINCT dim.name) '
+  . 'FROM dim JOIN big ON big.ref = dim.id';
+
+# The right answer, from PostgreSQL's own plan, and from the numbers.
+my $expected = $coord->safe_psql('postgres',
+	'SET colojoin.enable = off; ' . ($join =~ s{/\*\+.*?\*/ }{}r));
+is( $expected,
+	$coord->safe_psql(
+		'postgres',
+		"SELECT count(*), sum(g), 96 * count(*), 97 FROM generate_series(0, $nbig - 1) g "
+		  . 'WHERE g % 2500 BETWEEN 1 AND 2000'),
+	'the data are there');
+like(
+	$coord->safe_psql('postgres', "EXPLAIN (COSTS OFF) $join"),
+	qr/Strategy: .*big repartitioned by hash of big\.ref like dim.*\n(?:.*\n)*\s+Moves: big to n1; big to n2/,
+	'big is repartitioned like dim, to both nodes');
+is($coord->safe_psql('postgres', $join), $expected, 'the redistributed join is right');
+
+# --- helpers ------------------------------------------------------------------
+
+# What a node holds of the coordinator's sessions: temporary tables of
+# moves (other sessions' temporary tables are in pg_class once committed),
+# sessions inside a transaction (an open remote transaction would hide
+# uncommitted ones) and COPY statements still running.
+sub node_state
+{
+	my ($node) = @_;
+	return $node->safe_psql(
+		'postgres', q{
+SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE 'colojoin\_move%') || ' move tables, '
+	|| (SELECT count(*) FROM pg_stat_activity
+		WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+		  AND xact_start IS NOT NULL) || ' sessions in a transaction, '
+	|| (SELECT count(*) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND query ILIKE 'COPY%' AND state = 'active')
+	|| ' copies running'
+});
+}
+my $clean = '0 move tables, 0 sessions in a transaction, 0 copies running';
+
+# Wait until $node runs at least $n COPY statements of a move whose text
+# matches $like (a COPY into a move table, or one reading a shard).
+sub wait_for_copies
+{
+	my ($node, $n, $like) = @_;
+	for (my $i = 0; $i < 2000; $i++)
+	{
+		return 1
+		  if $node->safe_psql(
+			'postgres',
+			"SELECT count(*) >= $n FROM pg_stat_activity "
+			  . "WHERE state = 'active' AND query LIKE '$like'") eq 't';
+		usleep(5_000);
+	}
+	return 0;
+}
+
+# Start $sql in a background session without waiting for it to end.
+sub start_query
+{
+	my ($session, $sql) = @_;
+	$session->query_until(qr/started\n/, "\\echo started\n$sql;\n");
+}
+
+# Run $sql in a session: its output and its errors.
+sub run_query
+{
+	my ($session, $sql) = @_;
+	my $out = $session->query($sql);
+	my $err = $session->{stderr};
+	$session->{stderr} = '';
+	return ($out, $err);
+}
+
+# Wait for what a session started to end: its output and its errors.
+sub finish_query
+{
+	my ($session) = @_;
+	my $out = $session->query('SELECT 1 AS finished');
+	my $err = $session->{stderr};
+	$session->{stderr} = '';
+	$out =~ s/\n?1\z//;
+	return ($out, $err);
+}
+
+my $session = $coord->background_psql('postgres', on_error_stop => 0);
+my $pid = $session->query_safe('SELECT pg_backend_pid()');
+my ($out, $err);
+
+# --- a node dies while rows move ------------------------------------------------
+
+start_query($session, $join);
+ok(wait_for_copies($node2, 1, 'COPY (SELECT %) TO STDOUT'),
+	'rows of node2 are moving');
+$node2->stop('immediate');
+($out, $err) = finish_query($session);
+is($out, '', 'node2 stopped during the move: no result');
+like($err, qr/ERROR: .*\bn2\b/, 'but an error that names node2') or diag($err);
+note("the error: $err");
+like($err, qr/moving big/, 'and says it happened while moving big') or diag($err);
+is(node_state($node1), $clean, 'node1 keeps no move table and no open transaction');
+is($session->query_safe('SELECT 42'), '42', 'the session goes on');
+$node2->start;
+($out, $err) = run_query($session, $join);
+is($out, $expected, 'node2 back: the join is right again') or diag($err);
+is(node_state($_), $clean, 'and leaves nothing behind on ' . $_->name)
+  for ($node1, $node2);
+
+# --- cancel during a move -------------------------------------------------------
+
+start_query($session, $join);
+ok(wait_for_copies($node1, 1, 'COPY pg_temp.%colojoin_move%FROM STDIN'),
+	'rows are moving again');
+is($coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
+	't', 'pg_cancel_backend');
+($out, $err) = finish_query($session);
+is($out, '', 'cancelled: no result');
+like($err, qr/canceling statement due to user request/, 'cancelled') or diag($err);
+is(node_state($_), $clean, 'nothing left on ' . $_->name . ' after the cancel')
+  for ($node1, $node2);
+
+# --- statement_timeout during a move -------------------------------------------
+
+# A timeout of a third of the time the moves take falls in their middle.
+my ($move_ms) =
+  $session->query_safe("EXPLAIN (ANALYZE, COSTS OFF) $join") =~ /Move Time: ([0-9.]+) ms/;
+ok(defined $move_ms && $move_ms > 150, 'the moves take a while')
+  or diag('move time: ' . ($move_ms // 'not shown'));
+note("the moves took $move_ms ms") if defined $move_ms;
+my $timeout_ms = int(($move_ms // 300) / 3);
+$session->query_safe("SET statement_timeout = '${timeout_ms}ms'");
+my $t0 = Time::HiRes::time();
+($out, $err) = run_query($session, $join);
+my $took = Time::HiRes::time() - $t0;
+is($out, '', 'statement_timeout: no result');
+like($err, qr/canceling statement due to statement timeout/, 'timed out') or diag($err);
+cmp_ok($took * 1000, '<', $move_ms, 'before the moves could have ended');
+is(node_state($_), $clean, 'nothing left on ' . $_->name . ' after the timeout')
+  for ($node1, $node2);
+$session->query_safe('RESET statement_timeout');
+is($session->query_safe($join), $expected, 'the session goes on');
+
+# --- two sessions redistribute the same tables at once ------------------------
+
+my $other = $coord->background_psql('postgres', on_error_stop => 0);
+start_query($session, $join);
+start_query($other, $join);
+ok(wait_for_copies($node1, 2, 'COPY pg_temp.%colojoin_move%FROM STDIN'),
+	'both sessions move rows into node1 at once');
+my ($out1, $err1) = finish_query($session);
+my ($out2, $err2) = finish_query($other);
+is($out1, $expected, 'first session: right') or diag($err1);
+is($out2, $expected, 'second session: right') or diag($err2);
+is($err1 . $err2, '', 'no errors (no name collisions)');
+is(node_state($_), $clean, 'nothing left on ' . $_->name . ' after both')
+  for ($node1, $node2);
+
+# --- the coordinator's session dies during a move --------------------------
+
+# The nodes' sessions end with it, and their temporary tables go too.
+start_query($other, $join);
+ok(wait_for_copies($node1, 1, 'COPY pg_temp.%colojoin_move%FROM STDIN'),
+	'a third time, rows are moving');
+my $other_pid = $coord->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+	  . "AND query LIKE '%Redistribute(big)%' AND state = 'active'");
+like($other_pid, qr/^\d+$/, 'the moving session is found');
+is($coord->safe_psql('postgres', "SELECT pg_terminate_backend($other_pid)"),
+	't', 'pg_terminate_backend');
+for my $node ($node1, $node2)
+{
+	ok( $node->poll_query_until(
+			'postgres', q{
+SELECT count(*) = 0 FROM pg_stat_activity
+WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+  AND (xact_start IS NOT NULL OR query ILIKE 'COPY%')}),
+		'the sessions of the terminated backend on ' . $node->name . ' end');
+	is(node_state($node), $clean, 'nothing left on ' . $node->name);
+}
+is($session->query_safe($join), $expected, 'the other session goes on');
+
+eval { $other->quit; };    # its psql lost its connection already
+$session->quit;
+done_testing();
