@@ -1088,7 +1088,12 @@ begin_remote_xact(CjConnection *c)
 
 	if (c->key.slot == 0)
 	{
-		if (colojoin_max_connections_per_node > 1)
+		/*
+		 * Always exported, in the same round trip: a second connection may be
+		 * needed even with one per node (a scan nested in another one's rows,
+		 * two cursors), and it must see the same data.
+		 */
+		if (true)
 		{
 			char	   *sql = psprintf("%s; SELECT pg_catalog.pg_export_snapshot()",
 									   begin);
