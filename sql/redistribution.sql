@@ -705,6 +705,85 @@ SET search_path = cj_redist_local;
 RESET search_path;
 
 --
+-- Several redistributed scans open at once in one session: cursors read
+-- in turns, and the same cached plan run again inside its own rows (the
+-- same move table names, so each run needs its own node sessions).
+--
+CREATE FUNCTION cj_redist.interleaved(schema text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	c1 refcursor;
+	c2 refcursor;
+	c3 refcursor;
+	x bigint;
+	n bigint[] := '{0,0,0}';
+	s bigint[] := '{0,0,0}';
+	done boolean[] := '{f,f,f}';
+BEGIN
+	PERFORM set_config('search_path', schema, true);
+	OPEN c1 FOR EXECUTE 'SELECT p_partkey + l_line FROM part JOIN lineitem ON l_partkey = p_partkey';
+	OPEN c2 FOR EXECUTE 'SELECT o_key + n_key FROM orders JOIN nation ON o_cust = n_key';
+	OPEN c3 FOR EXECUTE 'SELECT a.k + w FROM pl_a a LEFT JOIN pm_b b ON a.k = b.k';
+	WHILE NOT (done[1] AND done[2] AND done[3]) LOOP
+		IF NOT done[1] THEN
+			FETCH c1 INTO x;
+			done[1] := NOT FOUND;
+			n[1] := n[1] + FOUND::int;
+			s[1] := s[1] + coalesce(x, 0);
+		END IF;
+		IF NOT done[2] THEN
+			FETCH c2 INTO x;
+			done[2] := NOT FOUND;
+			n[2] := n[2] + FOUND::int;
+			s[2] := s[2] + coalesce(x, 0);
+		END IF;
+		IF NOT done[3] THEN
+			FETCH c3 INTO x;
+			done[3] := NOT FOUND;
+			n[3] := n[3] + FOUND::int;
+			s[3] := s[3] + coalesce(x, 0);
+		END IF;
+	END LOOP;
+	CLOSE c1;
+	CLOSE c2;
+	CLOSE c3;
+	RETURN format('%s rows, %s rows, %s rows; sums %s', n[1], n[2], n[3], s);
+END
+$$;
+CREATE FUNCTION cj_redist.nested(depth int, schema text) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	n bigint := 0;
+BEGIN
+	IF schema = 'cj_redist_sharded' THEN
+		FOR r IN SELECT p_partkey, l_line FROM cj_redist_sharded.part
+				 JOIN cj_redist_sharded.lineitem ON l_partkey = p_partkey LOOP
+			n := n + 1;
+			IF depth > 0 AND n = 1 THEN
+				n := n + cj_redist.nested(depth - 1, schema);
+			END IF;
+		END LOOP;
+	ELSE
+		FOR r IN SELECT p_partkey, l_line FROM cj_redist_local.part
+				 JOIN cj_redist_local.lineitem ON l_partkey = p_partkey LOOP
+			n := n + 1;
+			IF depth > 0 AND n = 1 THEN
+				n := n + cj_redist.nested(depth - 1, schema);
+			END IF;
+		END LOOP;
+	END IF;
+	RETURN n;
+END
+$$;
+SELECT cj_redist.interleaved('cj_redist_sharded') AS sharded,
+	   cj_redist.interleaved('cj_redist_sharded') = cj_redist.interleaved('cj_redist_local') AS same;
+SELECT d, cj_redist.nested(d, 'cj_redist_sharded') AS sharded,
+	   cj_redist.nested(d, 'cj_redist_sharded') = cj_redist.nested(d, 'cj_redist_local') AS same
+FROM generate_series(0, 2) d;
+SELECT * FROM cj_redist.leftovers();
+
+--
 -- Errors.  A remote error names its node and, while rows move, the move;
 -- temporary tables never outlive the statement, whatever happens: not
 -- after an error while rows move, in a task, or on the coordinator; not

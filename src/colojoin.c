@@ -28,7 +28,7 @@ bool		colojoin_enable = true;
 bool		colojoin_enable_colocated_join = true;
 bool		colojoin_enable_redistribution = true;
 bool		colojoin_enable_broadcast = true;
-double		colojoin_broadcast_threshold = 100000.0;
+double		colojoin_broadcast_threshold = 1000000.0;
 int			colojoin_max_connections_per_node = 4;
 bool		colojoin_log_decisions = false;
 bool		colojoin_enable_aggregate_pushdown = true;
@@ -110,7 +110,7 @@ define_settings(void)
 							 "Largest estimated row count of a side that may be broadcast.",
 							 NULL,
 							 &colojoin_broadcast_threshold,
-							 100000.0, 0.0, 1e12,
+							 1000000.0, 0.0, 1e12,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("colojoin.max_connections_per_node",

@@ -1297,6 +1297,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 	List	   *otherquals = NIL;
 	ListCell   *lc;
 	int			attempt;
+	CjJoinGroup *best = NULL;
+	double		best_moved = 0;
 
 	if (jointype == JOIN_RIGHT)
 	{
@@ -1400,9 +1402,31 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (!finish_group(root, g, reasons) || !check_target(g, joinrel, reasons))
 			continue;
 		g->move_text = move_description(mb, linitial(g->rels));
-		return g;
+
+		/* of the ways that work, the one moving the fewest rows */
+		{
+			double		moved = mrel->rows;
+
+			if (mb->move == CJ_MOVE_BROADCAST)
+			{
+				List	   *nodes = NIL;
+				ListCell   *lt;
+
+				foreach(lt, g->tasks)
+					if (!list_member_oid(nodes, ((CjTask *) lfirst(lt))->serverid))
+						nodes = lappend_oid(nodes, ((CjTask *) lfirst(lt))->serverid);
+				moved *= Max(list_length(nodes), 1);
+			}
+			else if (mb->move == CJ_MOVE_PARTITIONS)
+				moved *= 0.5;
+			if (best == NULL || moved < best_moved)
+			{
+				best = g;
+				best_moved = moved;
+			}
+		}
 	}
-	return NULL;
+	return best;
 }
 
 /*
