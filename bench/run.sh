@@ -18,8 +18,9 @@
 #   REPS             timed runs per query and configuration; the median is
 #                    reported (default 5; every session first runs the query
 #                    once more, untimed, for the checksum and warm caches)
-#   P1_N             fresh sessions timed for P1 (default 20)
-#   P2_N             executions of P2 in one warm session (default 200)
+#   P1_N             fresh sessions timed for P1 per configuration (default 20)
+#   P2_N             executions of P2 per configuration, in warm sessions
+#                    (default 200); P1 and P2 run interleaved in 5 rounds
 #   CJ_PORT          coordinator port; nodes on CJ_PORT+1..+4 (default 22432)
 #   CJ_CLUSTER_DIR   the cluster's data (default /tmp/cj-bench); recreated
 #   BENCH_SKIP_BUILD=1      use the colojoin that is installed
@@ -33,6 +34,9 @@
 #                    times, at least 3 (the report says how many)
 #   BENCH_QUERIES    the queries to run (default all:
 #                    "J1 P C1 Q2 Q3 R1 R2 PLAN")
+#
+# The queries, configurations and what is measured are described in
+# bench/README.md.
 #
 # Run as root (make install writes into PostgreSQL's directories); the servers
 # run as user postgres.  The cluster is stopped on exit, whatever happens.
@@ -98,6 +102,8 @@ qn() {
 	"$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$(node_port "$i")" -U postgres -d bench "$@"
 }
 
+# the p-th percentile (nearest rank) of the numbers on stdin
+percentile() { sort -g | awk -v p="$1" '{ v[NR] = $1 } END { if (NR == 0) print "NA"; else { i = int((NR * p + 99) / 100); if (i < 1) i = 1; printf "%.3f\n", v[i] } }'; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # --- build ------------------------------------------------------------------
@@ -577,24 +583,29 @@ run_plan() {
 	[ "$(wc -l <"$OUT/raw/${cfg}_PLAN.times")" = "$REPS" ] || die "$cfg PLAN: expected $REPS timings"
 }
 
-# P1: P1_N fresh sessions, each a new psql process and connection running one
-# lookup (different keys).  P1 is the query's own time in that session
-# (psql's \timing: it includes what a first query pays, catalog caches and
-# the connection to the node); P1c is the whole psql run (start, connect,
-# query, exit), measured outside.
+# The point lookups take a millisecond or so, and a busy machine drifts over
+# minutes: so they run interleaved, in P_ROUNDS rounds, each round running
+# every configuration in turn (server options switched as for the others),
+# and the medians are over all rounds.
+P_ROUNDS=5
+
+# P1: P1_N fresh sessions per configuration, each a new psql process and
+# connection running one lookup (different keys, the same ones for every
+# configuration).  P1 is the query's own time in that session (psql's
+# \timing: it includes what a first query pays, catalog caches and the
+# connection to the node); P1c is the whole psql run (start, connect, query,
+# exit), measured outside.
 run_p1() {
-	local cfg=$1 j k t0 t1
-	: >"$OUT/raw/${cfg}_P1.times"
-	: >"$OUT/raw/${cfg}_P1c.times"
-	for j in $(seq 1 "$P1_N"); do
+	local cfg=$1 round=$2 j k t0 t1 per=$(((P1_N + P_ROUNDS - 1) / P_ROUNDS))
+	[ ! -s "$OUT/raw/${cfg}_P1.error" ] || return 0
+	for j in $(seq $((round * per + 1)) $(((round + 1) * per))); do
+		[ "$j" -le "$P1_N" ] || break
 		k=$((1 + (j * 7919 + 13) % N_ORDERS))
 		t0=$(date +%s%N)
 		if ! PGOPTIONS="${CFG_OPTS[$cfg]}" q -At -o /dev/null -c '\timing on' -c "$P_TEMPLATE $k" \
 			>"$OUT/raw/${cfg}_P1.out" 2>"$OUT/raw/${cfg}_P1.stderr"; then
 			grep -m1 ERROR "$OUT/raw/${cfg}_P1.stderr" >"$OUT/raw/${cfg}_P1.error" || echo "psql failed" >"$OUT/raw/${cfg}_P1.error"
 			cp "$OUT/raw/${cfg}_P1.error" "$OUT/raw/${cfg}_P1c.error"
-			: >"$OUT/raw/${cfg}_P1.times"
-			: >"$OUT/raw/${cfg}_P1c.times"
 			return 0
 		fi
 		t1=$(date +%s%N)
@@ -603,20 +614,21 @@ run_p1() {
 	done
 }
 
-# P2: P2_N lookups of random keys (same seed for every configuration) in one
-# warm session, pgbench's per-transaction latencies (-l)
+# P2: P2_N lookups of random keys per configuration, in one warm session per
+# round (pgbench's per-transaction latencies, -l; the same keys for every
+# configuration)
 run_p2() {
-	local cfg=$1
+	local cfg=$1 round=$2 n=$(((P2_N + P_ROUNDS - 1) / P_ROUNDS)) log
+	[ ! -s "$OUT/raw/${cfg}_P2.error" ] || return 0
 	printf '\\set k random(1, %s)\n%s :k;\n' "$N_ORDERS" "$P_TEMPLATE" >"$OUT/sql/P2.pgbench"
-	rm -f "$OUT/raw/${cfg}_P2.log"*
+	log="${cfg}_P2_$round.log"
 	(cd "$OUT/raw" && PGOPTIONS="${CFG_OPTS[$cfg]}" "$PGBENCH" -n -h 127.0.0.1 -p "$CJ_PORT" -U postgres \
-		-t "$P2_N" -f "$OUT/sql/P2.pgbench" --random-seed=42 -l --log-prefix="${cfg}_P2.log" bench \
+		-t "$n" -f "$OUT/sql/P2.pgbench" --random-seed=$((42 + round)) -l --log-prefix="$log" bench \
 		>"$OUT/raw/${cfg}_P2.pgbench.out" 2>&1) || {
 		grep -m1 ERROR "$OUT/raw/${cfg}_P2.pgbench.out" >"$OUT/raw/${cfg}_P2.error" || echo "pgbench failed" >"$OUT/raw/${cfg}_P2.error"
-		: >"$OUT/raw/${cfg}_P2.times"
 		return 0
 	}
-	cat "$OUT/raw/${cfg}_P2.log".* | awk '{ printf "%.3f\n", $3 / 1000 }' >"$OUT/raw/${cfg}_P2.times"
+	cat "$OUT/raw/$log".* | awk '{ printf "%.3f\n", $3 / 1000 }' >>"$OUT/raw/${cfg}_P2.times"
 }
 
 # the limit: each partition's SQL sent straight to its node, all 16 at once
@@ -643,17 +655,33 @@ for cfg in $CONFIGS; do
 		run_session "$cfg" "$name"
 		echo "  $name: median $(median <"$OUT/raw/${cfg}_$name.times") ms ($(($(date +%s) - t0))s)"
 	done
-	if want P; then
-		run_p1 "$cfg"
-		echo "  P1: median $(median <"$OUT/raw/${cfg}_P1.times") ms first query of a fresh session, $(median <"$OUT/raw/${cfg}_P1c.times") ms whole psql run"
-		run_p2 "$cfg"
-		echo "  P2: median $(median <"$OUT/raw/${cfg}_P2.times") ms per lookup"
-	fi
 	if want PLAN; then
 		run_plan "$cfg"
 		echo "  PLAN: median planning $(median <"$OUT/raw/${cfg}_PLAN.times") ms"
 	fi
 done
+if want P; then
+	say "point lookups, interleaved: $P_ROUNDS rounds of every configuration"
+	for cfg in $CONFIGS; do
+		: >"$OUT/raw/${cfg}_P1.times"
+		: >"$OUT/raw/${cfg}_P1c.times"
+		: >"$OUT/raw/${cfg}_P2.times"
+	done
+	for round in $(seq 0 $((P_ROUNDS - 1))); do
+		for cfg in $CONFIGS; do
+			set_server_options "${CFG_SERVERS[$cfg]}"
+			run_p1 "$cfg" "$round"
+			run_p2 "$cfg" "$round"
+		done
+	done
+	for cfg in $CONFIGS; do
+		for t in P1 P1c P2; do
+			if [ -s "$OUT/raw/${cfg}_$t.error" ]; then : >"$OUT/raw/${cfg}_$t.times"; fi
+		done
+		echo "  $cfg: P1 median $(median <"$OUT/raw/${cfg}_P1.times") ms (first query of a fresh session)," \
+			"P1c $(median <"$OUT/raw/${cfg}_P1c.times") ms (whole psql run), P2 $(median <"$OUT/raw/${cfg}_P2.times") ms"
+	done
+fi
 set_server_options default
 
 say "the limit: per-partition SQL straight on the nodes, 16 at once"
@@ -681,6 +709,7 @@ want J1 && rows+=("J1|J1|J1|J1|${TITLE[J1]}")
 want P && rows+=("P1|P1|P|-|P1 point lookup, first query of a fresh session (\\timing)")
 want P && rows+=("P1c|P1c|P|-|P1c the same, whole psql run (start, connect, query, exit)")
 want P && rows+=("P2|P2|P|-|P2 point lookup, warm session (pgbench, $P2_N random keys)")
+want P && rows+=("P2p10|P2|P|-|P2 the same, 10th percentile (less sensitive to a busy machine)|p10")
 want C1 && rows+=("C1/Q1|C1|C1|C1|${TITLE[C1]}")
 want Q2 && rows+=("Q2|Q2|Q2|Q2|${TITLE[Q2]}")
 want Q3 && rows+=("Q3|Q3|Q3|Q3|${TITLE[Q3]}")
@@ -692,6 +721,7 @@ want PLAN && rows+=("PLAN|PLAN|PLAN|-|${TITLE[PLAN]}")
 declare -A TARGET_SPEEDUP TARGET_LIMIT
 TARGET_SPEEDUP[J1]=1.5
 TARGET_SPEEDUP[P2]=2
+TARGET_SPEEDUP[P2p10]=2
 TARGET_SPEEDUP[C1/Q1]=4
 TARGET_SPEEDUP[Q3]=4
 TARGET_SPEEDUP[R1]=2
@@ -720,7 +750,7 @@ TARGET_LIMIT[Q2]=1.1
 
 errors=()
 for row in "${rows[@]}"; do
-	IFS='|' read -r label tf ck lim title <<<"$row"
+	IFS='|' read -r label tf ck lim title stat <<<"$row"
 	declare -A med=() shown=() bad=()
 	for cfg in $CONFIGS; do
 		bad[$cfg]=""
@@ -731,7 +761,11 @@ for row in "${rows[@]}"; do
 				failed=1
 			fi
 		done
-		med[$cfg]=$(median <"$OUT/raw/${cfg}_$tf.times")
+		if [ "$stat" = p10 ]; then
+			med[$cfg]=$(percentile 10 <"$OUT/raw/${cfg}_$tf.times")
+		else
+			med[$cfg]=$(median <"$OUT/raw/${cfg}_$tf.times")
+		fi
 		shown[$cfg]=$(fmt "${med[$cfg]}")
 		n=$(wc -l <"$OUT/raw/${cfg}_$tf.times")
 		if [ -n "${bad[$cfg]}" ]; then
@@ -740,7 +774,7 @@ for row in "${rows[@]}"; do
 		else
 			case $tf in
 			P1 | P1c) [ "$n" = "$P1_N" ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
-			P2) [ "$n" = "$P2_N" ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
+			P2) [ "$n" = $((P_ROUNDS * ((P2_N + P_ROUNDS - 1) / P_ROUNDS))) ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
 			*) [ "$n" = "$REPS" ] || shown[$cfg]="${shown[$cfg]} (n=$n)" ;;
 			esac
 		fi

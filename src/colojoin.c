@@ -28,7 +28,7 @@ bool		colojoin_enable = true;
 bool		colojoin_enable_colocated_join = true;
 bool		colojoin_enable_redistribution = true;
 bool		colojoin_enable_broadcast = true;
-double		colojoin_broadcast_threshold = 1000000.0;
+int			colojoin_broadcast_threshold = 1000000;
 int			colojoin_max_connections_per_node = 4;
 bool		colojoin_log_decisions = false;
 bool		colojoin_enable_aggregate_pushdown = true;
@@ -106,13 +106,13 @@ define_settings(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
-	DefineCustomRealVariable("colojoin.broadcast_threshold",
-							 "Largest estimated row count of a side that may be broadcast.",
-							 NULL,
-							 &colojoin_broadcast_threshold,
-							 1000000.0, 0.0, 1e12,
-							 PGC_USERSET, 0,
-							 NULL, NULL, NULL);
+	DefineCustomIntVariable("colojoin.broadcast_threshold",
+							"Largest estimated row count of a side that may be broadcast.",
+							NULL,
+							&colojoin_broadcast_threshold,
+							1000000, 0, INT_MAX,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("colojoin.max_connections_per_node",
 							"Maximum number of connections a query opens to one node.",
 							"Tasks for one node beyond this number wait for a free connection.",

@@ -22,7 +22,7 @@ extern bool colojoin_enable;
 extern bool colojoin_enable_colocated_join;
 extern bool colojoin_enable_redistribution;
 extern bool colojoin_enable_broadcast;
-extern double colojoin_broadcast_threshold;
+extern int	colojoin_broadcast_threshold;
 extern int	colojoin_max_connections_per_node;
 extern bool colojoin_log_decisions;
 extern bool colojoin_enable_aggregate_pushdown;

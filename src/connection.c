@@ -95,6 +95,9 @@ struct CjConnection
 	/* the query in flight, if any */
 	bool		in_flight;
 	int			flight_level;	/* nest level of the (sub)transaction that sent it */
+
+	/* the executor's cursor is open in the remote transaction */
+	bool		cursor_open;
 };
 
 static HTAB *cj_connections = NULL;
@@ -673,6 +676,18 @@ settle_connection(CjConnection *c, bool cancelled)
 		c->in_flight = false;
 }
 
+bool
+cj_conn_cursor_open(CjConnection *conn)
+{
+	return conn->cursor_open;
+}
+
+void
+cj_conn_set_cursor_open(CjConnection *conn, bool open)
+{
+	conn->cursor_open = open;
+}
+
 /*
  * cj_conn_cancel
  *		Stop the query in flight on conn (a scan that needs no more rows,
@@ -1056,6 +1071,7 @@ reset_xact_state(CjConnection *c)
 	c->write_max_level = 0;
 	c->undo = NIL;
 	c->savepoints = NIL;
+	c->cursor_open = false;
 }
 
 static void

@@ -108,4 +108,11 @@ extern bool cj_connection_busy(Oid serverid, Oid userid, int slot);
  */
 extern void cj_conn_cancel(CjConnection *conn);
 
+/*
+ * Whether the executor's cursor (colojoin_cursor) is open in the remote
+ * transaction of conn; it closes with the transaction.
+ */
+extern bool cj_conn_cursor_open(CjConnection *conn);
+extern void cj_conn_set_cursor_open(CjConnection *conn, bool open);
+
 #endif							/* COLOJOIN_CONNECTION_H */

@@ -33,6 +33,7 @@
 
 #include "colojoin.h"
 #include "connection.h"
+#include "deparse.h"
 #include "executor.h"
 #include "planner.h"
 
@@ -40,6 +41,7 @@ static void cj_begin_scan(CustomScanState *node, EState *estate, int eflags);
 static TupleTableSlot *cj_exec_scan(CustomScanState *node);
 static void cj_end_scan(CustomScanState *node);
 static void cj_rescan(CustomScanState *node);
+static void release_on_reset(void *arg);
 
 static CustomExecMethods cj_exec_methods = {
 	.CustomName = COLOJOIN_CUSTOM_SCAN_NAME,
@@ -185,6 +187,14 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 		st->typmods[i] = att->atttypmod;
 	}
 
+	{
+		MemoryContextCallback *cb = palloc0(sizeof(MemoryContextCallback));
+
+		cb->func = release_on_reset;
+		cb->arg = st;
+		MemoryContextRegisterResetCallback(estate->es_query_cxt, cb);
+	}
+
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 && xact_wrote_to_shards)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -285,21 +295,104 @@ next_task_for(CjScanState *st, Oid serverid)
 	return NULL;
 }
 
-static void
-send_task(CjScanState *st, CjWorker *w, CjExecTask *task)
+/*
+ * inline_params
+ *		The task's SQL with $n replaced by its parameter's value as a quoted
+ *		literal (the SQL already casts every $n to its type), so that the
+ *		cursor and its first FETCH go in one simple-protocol round trip.
+ *		Only $n outside quoted literals and identifiers is a parameter.
+ */
+static char *
+inline_params(CjScanState *st, const char *sql)
 {
-	PGconn	   *pg = cj_conn_pgconn(w->conn);
+	StringInfoData buf;
+	const char *p = sql;
 
-	if (!PQsendQueryParams(pg, task->sql, st->nremote_params, NULL,
-						   st->param_values, NULL, NULL, 0))
+	if (st->nremote_params == 0)
+		return (char *) sql;
+	initStringInfo(&buf);
+	while (*p)
+	{
+		if (*p == '\'' || *p == '"')
+		{
+			char		q = *p;
+
+			appendStringInfoChar(&buf, *p++);
+			while (*p)
+			{
+				if (*p == q && p[1] == q)
+				{
+					appendStringInfoChar(&buf, *p++);
+					appendStringInfoChar(&buf, *p++);
+					continue;
+				}
+				if (*p == '\\' && q == '\'' && p[1])
+				{
+					/* E'' literals escape with backslashes; harmless elsewhere */
+					appendStringInfoChar(&buf, *p++);
+					appendStringInfoChar(&buf, *p++);
+					continue;
+				}
+				if (*p == q)
+					break;
+				appendStringInfoChar(&buf, *p++);
+			}
+			if (*p)
+				appendStringInfoChar(&buf, *p++);
+		}
+		else if (*p == '$' && isdigit((unsigned char) p[1]))
+		{
+			int			n = 0;
+
+			p++;
+			while (isdigit((unsigned char) *p))
+				n = n * 10 + (*p++ - '0');
+			if (n < 1 || n > st->nremote_params)
+				elog(ERROR, "colojoin: remote SQL refers to parameter $%d of %d",
+					 n, st->nremote_params);
+			if (st->param_values[n - 1] == NULL)
+				appendStringInfoString(&buf, "NULL");
+			else
+			{
+				appendStringInfoChar(&buf, '(');
+				cj_append_literal(&buf, st->param_values[n - 1]);
+				appendStringInfoChar(&buf, ')');
+			}
+		}
+		else
+			appendStringInfoChar(&buf, *p++);
+	}
+	return buf.data;
+}
+
+static void
+send_command(CjWorker *w, const char *sql, CjExecTask *task)
+{
+	if (!PQsendQuery(cj_conn_pgconn(w->conn), sql))
 		cj_report_remote_error(ERROR, w->conn, NULL, task_context(task));
-	if (!PQsetSingleRowMode(pg))
-		elog(ERROR, "colojoin: could not select single-row mode on node \"%s\"",
-			 task->node);
 	cj_conn_begin_async(w->conn);
+	w->in_flight = true;
+}
+
+/*
+ * start_task
+ *		Open the task's cursor and fetch its first batch, in one round trip,
+ *		closing the cursor of the connection's previous task on the way.
+ */
+static void
+start_task(CjScanState *st, CjWorker *w, CjExecTask *task)
+{
+	char	   *sql = psprintf("%sDECLARE " CJ_CURSOR_NAME " NO SCROLL CURSOR FOR %s; "
+							   "FETCH %d FROM " CJ_CURSOR_NAME,
+							   cj_conn_cursor_open(w->conn) ? "CLOSE " CJ_CURSOR_NAME "; " : "",
+							   inline_params(st, task->sql), CJ_FETCH_SIZE);
+
 	w->task = task;
+	w->exhausted = false;
 	task->runs++;
 	INSTR_TIME_SET_CURRENT(w->started);
+	send_command(w, sql, task);
+	cj_conn_set_cursor_open(w->conn, true);
 }
 
 /* the first slot >= from of (server, user) not busy with another scan */
@@ -374,12 +467,23 @@ drop_moves(CjScanState *st)
 	for (i = 0; i < st->nmoves; i++)
 	{
 		CjExecMove *move = &st->moves[i];
+		CjConnection *conn;
 
 		if (!move->created)
 			continue;
 		move->created = false;
-		cj_exec_command(cj_get_connection(move->dest, userid, move->dest_slot),
-						move->drop_sql, "dropping moved rows");
+		conn = cj_get_connection(move->dest, userid, move->dest_slot);
+
+		/* the last task's cursor still reads the table: close it first */
+		if (cj_conn_cursor_open(conn))
+		{
+			cj_exec_command(conn, psprintf("CLOSE " CJ_CURSOR_NAME "; %s",
+										   move->drop_sql),
+							"dropping moved rows");
+			cj_conn_set_cursor_open(conn, false);
+		}
+		else
+			cj_exec_command(conn, move->drop_sql, "dropping moved rows");
 	}
 }
 
@@ -482,7 +586,7 @@ start_scan(CjScanState *st)
 		CjExecTask *task = next_task_for(st, st->workers[i].serverid);
 
 		if (task)
-			send_task(st, &st->workers[i], task);
+			start_task(st, &st->workers[i], task);
 	}
 	st->current = 0;
 	st->started = true;
@@ -498,45 +602,142 @@ finish_task(CjScanState *st, CjWorker *w)
 	w->task->seconds += INSTR_TIME_GET_DOUBLE(now);
 	w->task->done = true;
 	w->task = NULL;
-	cj_conn_end_async(w->conn);
 }
 
 /*
  * store_row
- *		Turn the single row of res into the scan tuple, in per-tuple memory
- *		(ExecScan resets it before fetching the next row).
+ *		Turn one row of the current batch into the scan tuple, in per-tuple
+ *		memory (ExecScan resets it before fetching the next row).
  */
 static TupleTableSlot *
-store_row(CjScanState *st, CjWorker *w, PGresult *res)
+store_row(CjScanState *st, CjWorker *w)
 {
 	TupleTableSlot *slot = st->css.ss.ss_ScanTupleSlot;
 	ExprContext *econtext = st->css.ss.ps.ps_ExprContext;
 	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+	PGresult   *res = w->batch;
+	int			row = w->batch_row++;
 	int			ncols = PQnfields(res);
 	int			i;
 
 	ExecClearTuple(slot);
 	for (i = 0; i < st->natts; i++)
 	{
-		if (i >= ncols || PQgetisnull(res, 0, i))
+		if (i >= ncols || PQgetisnull(res, row, i))
 		{
 			slot->tts_values[i] = (Datum) 0;
 			slot->tts_isnull[i] = true;
 		}
 		else
 		{
-			char	   *value = PQgetvalue(res, 0, i);
-
-			slot->tts_values[i] = InputFunctionCall(&st->infuncs[i], value,
+			slot->tts_values[i] = InputFunctionCall(&st->infuncs[i],
+													PQgetvalue(res, row, i),
 													st->ioparams[i],
 													st->typmods[i]);
 			slot->tts_isnull[i] = false;
-			w->task->bytes += PQgetlength(res, 0, i);
+			w->task->bytes += PQgetlength(res, row, i);
 		}
 	}
 	w->task->rows += 1;
 	MemoryContextSwitchTo(old);
 	return ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * collect_results
+ *		Take in, without waiting, the results of the command in flight: a
+ *		batch of rows becomes pending; the end of the command frees the
+ *		connection.
+ */
+static void
+collect_results(CjScanState *st, CjWorker *w)
+{
+	PGconn	   *pg = cj_conn_pgconn(w->conn);
+
+	while (w->in_flight && !PQisBusy(pg))
+	{
+		PGresult   *res = PQgetResult(pg);
+
+		if (res == NULL)
+		{
+			w->in_flight = false;
+			cj_conn_end_async(w->conn);
+			break;
+		}
+		switch (PQresultStatus(res))
+		{
+			case PGRES_TUPLES_OK:
+				if (PQntuples(res) < CJ_FETCH_SIZE)
+					w->exhausted = true;
+				if (PQntuples(res) > 0 && w->pending == NULL)
+					w->pending = res;
+				else
+					PQclear(res);
+				break;
+			case PGRES_COMMAND_OK:
+				PQclear(res);
+				break;
+			default:
+				PG_TRY();
+				{
+					cj_report_remote_error(ERROR, w->conn, res,
+										   task_context(w->task));
+				}
+				PG_FINALLY();
+				{
+					PQclear(res);
+				}
+				PG_END_TRY();
+		}
+	}
+}
+
+/*
+ * advance
+ *		Move a worker on: the next batch replaces a finished one, and the
+ *		one after it is requested at once; a task whose rows are all read
+ *		makes room for the node's next task.  Returns true when a row is
+ *		ready in the worker's batch.
+ */
+static bool
+advance(CjScanState *st, CjWorker *w)
+{
+	for (;;)
+	{
+		if (w->task == NULL)
+			return false;
+		collect_results(st, w);
+		if (w->batch != NULL && w->batch_row < PQntuples(w->batch))
+			break;
+		if (w->batch != NULL)
+		{
+			PQclear(w->batch);
+			w->batch = NULL;
+		}
+		if (w->pending != NULL)
+		{
+			w->batch = w->pending;
+			w->pending = NULL;
+			w->batch_row = 0;
+		}
+		if (w->batch == NULL && !w->in_flight && w->exhausted)
+		{
+			CjExecTask *next;
+
+			finish_task(st, w);
+			next = next_task_for(st, w->serverid);
+			if (next == NULL)
+				return false;
+			start_task(st, w, next);
+			continue;
+		}
+		break;
+	}
+	/* keep one batch ahead */
+	if (!w->in_flight && !w->exhausted && w->pending == NULL)
+		send_command(w, "FETCH " CppAsString2(CJ_FETCH_SIZE) " FROM " CJ_CURSOR_NAME,
+					 w->task);
+	return w->batch != NULL && w->batch_row < PQntuples(w->batch);
 }
 
 /*
@@ -554,7 +755,7 @@ wait_for_input(CjScanState *st)
 	int			nbusy = 0;
 
 	for (i = 0; i < st->nworkers; i++)
-		if (st->workers[i].task)
+		if (st->workers[i].in_flight)
 			nbusy++;
 	events = palloc(sizeof(WaitEvent) * (nbusy + 2));
 	set = CreateWaitEventSet(CurrentMemoryContext, nbusy + 2);
@@ -564,7 +765,7 @@ wait_for_input(CjScanState *st)
 	{
 		CjWorker   *w = &st->workers[i];
 
-		if (w->task)
+		if (w->in_flight)
 			AddWaitEventToSet(set, WL_SOCKET_READABLE,
 							  PQsocket(cj_conn_pgconn(w->conn)), NULL, w);
 	}
@@ -581,7 +782,7 @@ wait_for_input(CjScanState *st)
 	{
 		CjWorker   *w = (CjWorker *) events[i].user_data;
 
-		if (w == NULL || !(events[i].events & WL_SOCKET_READABLE) || !w->task)
+		if (w == NULL || !(events[i].events & WL_SOCKET_READABLE) || !w->in_flight)
 			continue;
 		if (!PQconsumeInput(cj_conn_pgconn(w->conn)))
 			cj_report_remote_error(ERROR, w->conn, NULL, task_context(w->task));
@@ -592,7 +793,7 @@ wait_for_input(CjScanState *st)
 /*
  * next_row
  *		The access method of ExecScan: a row from whichever node has one,
- *		staying with the same connection while it has rows buffered.
+ *		staying with the same connection while its batch lasts.
  */
 static TupleTableSlot *
 next_row(ScanState *ss)
@@ -604,84 +805,24 @@ next_row(ScanState *ss)
 
 	for (;;)
 	{
-		int			nbusy = 0;
+		bool		active = false;
 		int			k;
 
 		for (k = 0; k < st->nworkers; k++)
 		{
 			int			idx = (st->current + k) % st->nworkers;
 			CjWorker   *w = &st->workers[idx];
-			PGconn	   *pg;
 
-			while (w->task != NULL)
+			if (advance(st, w))
 			{
-				PGresult   *res;
-
-				pg = cj_conn_pgconn(w->conn);
-				if (PQisBusy(pg))
-				{
-					nbusy++;
-					break;
-				}
-				res = PQgetResult(pg);
-				if (res == NULL)
-				{
-					CjExecTask *next;
-
-					finish_task(st, w);
-					next = next_task_for(st, w->serverid);
-					if (next)
-						send_task(st, w, next);
-					continue;
-				}
-				switch (PQresultStatus(res))
-				{
-					case PGRES_SINGLE_TUPLE:
-						{
-							TupleTableSlot *slot;
-
-							PG_TRY();
-							{
-								slot = store_row(st, w, res);
-							}
-							PG_FINALLY();
-							{
-								PQclear(res);
-							}
-							PG_END_TRY();
-							st->current = idx;
-							return slot;
-						}
-					case PGRES_TUPLES_OK:
-						PQclear(res);
-						break;
-					default:
-						PG_TRY();
-						{
-							cj_report_remote_error(ERROR, w->conn, res,
-												   task_context(w->task));
-						}
-						PG_FINALLY();
-						{
-							PQclear(res);
-						}
-						PG_END_TRY();
-						break;
-				}
+				st->current = idx;
+				return store_row(st, w);
 			}
+			if (w->task != NULL)
+				active = true;
 		}
-		if (nbusy == 0)
-		{
-			int			i;
-
-			/* every connection is idle: is any task left anywhere? */
-			for (i = 0; i < st->ntasks; i++)
-				if (!st->tasks[i].taken)
-					break;
-			if (i == st->ntasks)
-				return ExecClearTuple(ss->ss_ScanTupleSlot);
-			continue;
-		}
+		if (!active)
+			return ExecClearTuple(ss->ss_ScanTupleSlot);
 		wait_for_input(st);
 	}
 }
@@ -698,11 +839,24 @@ cj_exec_scan(CustomScanState *node)
 	return ExecScan(&node->ss, next_row, recheck_row);
 }
 
+/* the batches a worker holds, freed (they are libpq's, not palloc'd) */
+static void
+release_batches(CjWorker *w)
+{
+	if (w->batch)
+		PQclear(w->batch);
+	if (w->pending)
+		PQclear(w->pending);
+	w->batch = NULL;
+	w->pending = NULL;
+}
+
 /*
  * stop_workers
- *		Leave every connection idle.  A task still sending rows nobody will
- *		read (a LIMIT was satisfied, say) is cancelled rather than read to
- *		the end; tasks not started yet are simply never sent.
+ *		Leave every connection idle.  A command still computing rows nobody
+ *		will read (a LIMIT was satisfied, say) is cancelled; tasks not
+ *		started yet are simply never sent.  A cursor left open closes with
+ *		the connection's next task or its transaction.
  */
 static void
 stop_workers(CjScanState *st)
@@ -713,12 +867,32 @@ stop_workers(CjScanState *st)
 	{
 		CjWorker   *w = &st->workers[i];
 
-		if (w->task == NULL)
-			continue;
-		cj_conn_cancel(w->conn);
-		w->task->done = true;
-		w->task = NULL;
+		release_batches(w);
+		if (w->in_flight)
+		{
+			cj_conn_cancel(w->conn);
+			w->in_flight = false;
+		}
+		if (w->task)
+		{
+			w->task->done = true;
+			w->task = NULL;
+		}
 	}
+}
+
+/*
+ * On an error the executor never calls the end callback: the query's memory
+ * context going away frees the batches instead.
+ */
+static void
+release_on_reset(void *arg)
+{
+	CjScanState *st = (CjScanState *) arg;
+	int			i;
+
+	for (i = 0; i < st->nworkers; i++)
+		release_batches(&st->workers[i]);
 }
 
 static void

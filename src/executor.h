@@ -47,15 +47,27 @@ typedef struct CjExecMove
 	double		seconds;
 } CjExecMove;
 
-/* one connection working for the scan */
+/*
+ * One connection working for the scan.  A task runs as a cursor on the
+ * node, read in batches of CJ_FETCH_SIZE rows: while the scan returns the
+ * rows of one batch, the node already computes the next.
+ */
 typedef struct CjWorker
 {
 	Oid			serverid;
 	int			slot;
 	CjConnection *conn;
-	CjExecTask *task;			/* running task, NULL when idle */
+	CjExecTask *task;			/* task being read, NULL when idle */
 	instr_time	started;
+	bool		in_flight;		/* a command runs on the connection */
+	bool		exhausted;		/* the cursor returned its last rows */
+	PGresult   *batch;			/* rows being returned */
+	int			batch_row;		/* the next of them */
+	PGresult   *pending;		/* the next batch, arrived early */
 } CjWorker;
+
+#define CJ_FETCH_SIZE 2000
+#define CJ_CURSOR_NAME "colojoin_cursor"
 
 typedef struct CjScanState
 {

@@ -149,8 +149,10 @@ is( $node->safe_psql(
 		  . "FROM pg_settings WHERE name IN ('colojoin.enable', "
 		  . "'colojoin.enable_colocated_join', 'colojoin.enable_redistribution', "
 		  . "'colojoin.enable_broadcast', 'colojoin.broadcast_threshold', "
-		  . "'colojoin.max_connections_per_node', 'colojoin.log_decisions')"),
-	'colojoin.broadcast_threshold=100000 colojoin.enable=on '
+		  . "'colojoin.max_connections_per_node', 'colojoin.log_decisions', "
+		  . "'colojoin.enable_aggregate_pushdown')"),
+	'colojoin.broadcast_threshold=1000000 colojoin.enable=on '
+	  . 'colojoin.enable_aggregate_pushdown=on '
 	  . 'colojoin.enable_broadcast=on colojoin.enable_colocated_join=on '
 	  . 'colojoin.enable_redistribution=on colojoin.log_decisions=off '
 	  . 'colojoin.max_connections_per_node=4',
