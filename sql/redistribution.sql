@@ -866,13 +866,13 @@ SET search_path = cj_redist_sharded;
 \set VERBOSITY terse
 -- at the top level: the remote transactions roll back
 -- an error on a node while rows move (the moved side's filter)
-SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100;
+/*+ Redistribute(lineitem) */ SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100;
 -- an error on the node a class is copied from
 SELECT count(*) FROM pl_a a JOIN pm_b b ON a.k = b.k WHERE 1 / (w - 5) > -100;
 -- an error on a node in a task, after the moves
-SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_partkey - 49) > -100;
+/*+ Redistribute(lineitem) */ SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_partkey - 49) > -100;
 -- an error on the coordinator while the tasks' rows arrive
-SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty);
+/*+ Redistribute(lineitem) */ SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty);
 \set VERBOSITY default
 SELECT * FROM cj_redist.leftovers();
 -- the session goes on
@@ -884,7 +884,7 @@ SELECT * FROM cj_redist.leftovers();
 BEGIN;
 SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey;
 SAVEPOINT s1;
-SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100;
+/*+ Redistribute(lineitem) */ SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100;
 ROLLBACK TO s1;
 SELECT count(*), sum(w) FROM pl_a a JOIN pl_b b ON a.k = b.k;
 SAVEPOINT s2;
@@ -892,7 +892,7 @@ SELECT count(*) FROM pl_a a JOIN pm_b b ON a.k = b.k WHERE 1 / (w - 5) > -100;
 ROLLBACK TO s2;
 SELECT count(*), sum(w) FROM pl_a a JOIN pm_b b ON a.k = b.k;
 SAVEPOINT s3;
-SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty);
+/*+ Redistribute(lineitem) */ SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty);
 ROLLBACK TO s3;
 SELECT count(*), sum(w) FROM pl_a a JOIN pl_b b ON a.k = b.k;
 COMMIT;
@@ -900,11 +900,11 @@ COMMIT;
 SELECT * FROM cj_redist.leftovers();
 -- in PL/pgSQL exception blocks: the error names the node and the move
 SELECT e.error FROM (VALUES
-	(1, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100'),
+	(1, '/*+ Redistribute(lineitem) */ SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (l_qty - 22) > -100'),
 	(2, 'SELECT count(*) FROM pl_a a JOIN pm_b b ON a.k = b.k WHERE 1 / (w - 5) > -100'),
-	(3, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_partkey - 49) > -100'),
-	(4, 'SELECT count(*) FROM orders JOIN nation ON o_cust = n_key WHERE 1 / (n_region - 4) > -100'),
-	(5, 'SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty)')
+	(3, '/*+ Redistribute(lineitem) */ SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE 1 / (p_partkey - 49) > -100'),
+	(4, '/*+ BroadcastJoin(nation) */ SELECT count(*) FROM orders JOIN nation ON o_cust = n_key WHERE 1 / (n_region - 4) > -100'),
+	(5, '/*+ Redistribute(lineitem) */ SELECT count(*) FROM part JOIN lineitem ON l_partkey = p_partkey WHERE cj_redist.boom(l_qty)')
 ) v(i, q), LATERAL cj_redist.error_of(v.q) e(error) ORDER BY v.i;
 SELECT * FROM cj_redist.leftovers();
 -- cursors and LIMIT

@@ -98,6 +98,8 @@ struct CjConnection
 
 	/* the executor's cursor is open in the remote transaction */
 	bool		cursor_open;
+	/* the scan reading through this connection, which nobody else may use */
+	void	   *owner;
 };
 
 static HTAB *cj_connections = NULL;
@@ -676,6 +678,12 @@ settle_connection(CjConnection *c, bool cancelled)
 		c->in_flight = false;
 }
 
+void
+cj_conn_set_owner(CjConnection *conn, void *owner)
+{
+	conn->owner = owner;
+}
+
 bool
 cj_conn_cursor_open(CjConnection *conn)
 {
@@ -1072,6 +1080,7 @@ reset_xact_state(CjConnection *c)
 	c->undo = NIL;
 	c->savepoints = NIL;
 	c->cursor_open = false;
+	c->owner = NULL;
 }
 
 static void
@@ -1334,7 +1343,7 @@ cj_connection_busy(Oid serverid, Oid userid, int slot)
 {
 	CjConnection *c = lookup_entry(serverid, userid, slot, false);
 
-	return c != NULL && c->in_flight;
+	return c != NULL && (c->in_flight || c->owner != NULL);
 }
 
 PGconn *

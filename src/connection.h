@@ -113,6 +113,13 @@ extern void cj_conn_cancel(CjConnection *conn);
  * transaction of conn; it closes with the transaction.
  */
 extern bool cj_conn_cursor_open(CjConnection *conn);
+
+/*
+ * cj_conn_set_owner: a scan reads through conn (its cursor stays open
+ * between batches); cj_connection_busy reports the connection busy until
+ * the owner is cleared (NULL), or the transaction ends.
+ */
+extern void cj_conn_set_owner(CjConnection *conn, void *owner);
 extern void cj_conn_set_cursor_open(CjConnection *conn, bool open);
 
 #endif							/* COLOJOIN_CONNECTION_H */

@@ -52,6 +52,9 @@ static CustomExecMethods cj_exec_methods = {
 	.ExplainCustomScan = cj_explain_scan,
 };
 
+/* numbers each execution of a scan, for its temporary tables' names */
+static uint32 execution_counter = 0;
+
 /* set once a statement of this transaction has written to a shard */
 static bool xact_wrote_to_shards = false;
 
@@ -379,13 +382,43 @@ send_command(CjWorker *w, const char *sql, CjExecTask *task)
  *		Open the task's cursor and fetch its first batch, in one round trip,
  *		closing the cursor of the connection's previous task on the way.
  */
+/*
+ * execution_names
+ *		sql with the plan's temporary table names made unique to this
+ *		execution: the same plan may run nested in its own rows (a
+ *		PL/pgSQL loop calling itself), on the same node session.
+ */
+static char *
+execution_names(CjScanState *st, const char *sql)
+{
+	if (st->nmoves == 0 || strstr(sql, "\"colojoin_move_") == NULL)
+		return (char *) sql;
+	{
+		StringInfoData buf;
+		const char *from = "\"colojoin_move_";
+		const char *p = sql;
+		const char *hit;
+
+		initStringInfo(&buf);
+		while ((hit = strstr(p, from)) != NULL)
+		{
+			appendBinaryStringInfo(&buf, p, hit - p);
+			appendStringInfo(&buf, "\"colojoin_move_e%u_", st->exec_id);
+			p = hit + strlen(from);
+		}
+		appendStringInfoString(&buf, p);
+		return buf.data;
+	}
+}
+
 static void
 start_task(CjScanState *st, CjWorker *w, CjExecTask *task)
 {
 	char	   *sql = psprintf("%sDECLARE " CJ_CURSOR_NAME " NO SCROLL CURSOR FOR %s; "
 							   "FETCH %d FROM " CJ_CURSOR_NAME,
 							   cj_conn_cursor_open(w->conn) ? "CLOSE " CJ_CURSOR_NAME "; " : "",
-							   inline_params(st, task->sql), CJ_FETCH_SIZE);
+							   execution_names(st, inline_params(st, task->sql)),
+							   CJ_FETCH_SIZE);
 
 	w->task = task;
 	w->exhausted = false;
@@ -433,7 +466,8 @@ run_moves(CjScanState *st, Oid userid)
 		move->dest_slot = free_slot(move->dest, userid, 0);
 		dst = cj_get_connection(move->dest, userid, move->dest_slot);
 		INSTR_TIME_SET_CURRENT(start);
-		cj_exec_command(dst, psprintf("%s; %s", move->drop_sql, move->create_sql),
+		cj_exec_command(dst, psprintf("%s; %s", execution_names(st, move->drop_sql),
+									  execution_names(st, move->create_sql)),
 						context);
 		move->created = true;
 		move->bytes = 0;
@@ -449,7 +483,8 @@ run_moves(CjScanState *st, Oid userid)
 												  free_slot(srcid, userid, 0));
 
 			move->bytes += cj_copy_rows(src, strVal(lsecond(source)), dst,
-										move->copy_in_sql, context);
+										execution_names(st, move->copy_in_sql),
+										context);
 		}
 		INSTR_TIME_SET_CURRENT(end);
 		INSTR_TIME_SUBTRACT(end, start);
@@ -478,12 +513,13 @@ drop_moves(CjScanState *st)
 		if (cj_conn_cursor_open(conn))
 		{
 			cj_exec_command(conn, psprintf("CLOSE " CJ_CURSOR_NAME "; %s",
-										   move->drop_sql),
+										   execution_names(st, move->drop_sql)),
 							"dropping moved rows");
 			cj_conn_set_cursor_open(conn, false);
 		}
 		else
-			cj_exec_command(conn, move->drop_sql, "dropping moved rows");
+			cj_exec_command(conn, execution_names(st, move->drop_sql),
+							"dropping moved rows");
 	}
 }
 
@@ -505,6 +541,7 @@ start_scan(CjScanState *st)
 	Oid			userid = OidIsValid(st->userid) ? st->userid : GetUserId();
 
 	evaluate_params(st);
+	st->exec_id = ++execution_counter;
 
 	/* statistics add up over rescans, as EXPLAIN ANALYZE reports loops */
 	for (i = 0; i < st->ntasks; i++)
@@ -579,6 +616,7 @@ start_scan(CjScanState *st)
 			w->slot = slot;
 			w->task = NULL;
 			w->conn = cj_get_connection(w->serverid, userid, slot);
+			cj_conn_set_owner(w->conn, st);
 		}
 	}
 	for (i = 0; i < st->nworkers; i++)
@@ -878,6 +916,8 @@ stop_workers(CjScanState *st)
 			w->task->done = true;
 			w->task = NULL;
 		}
+		if (w->conn)
+			cj_conn_set_owner(w->conn, NULL);
 	}
 }
 
@@ -892,7 +932,12 @@ release_on_reset(void *arg)
 	int			i;
 
 	for (i = 0; i < st->nworkers; i++)
+	{
 		release_batches(&st->workers[i]);
+		/* the connection is free again (a dead transaction resets it too) */
+		if (st->workers[i].conn && st->started)
+			cj_conn_set_owner(st->workers[i].conn, NULL);
+	}
 }
 
 static void

@@ -108,6 +108,7 @@ typedef struct CjScanState
 
 	/* execution */
 	bool		started;
+	uint32		exec_id;		/* this execution, for temporary table names */
 	int			nworkers;
 	CjWorker   *workers;
 	int			current;		/* worker last returning a row */

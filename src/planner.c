@@ -1089,6 +1089,11 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 		return NULL;
 	if (!check_target(g, joinrel, reasons))
 		return NULL;
+	/* what moved below this join still moves */
+	if (og->move_text && ig->move_text)
+		g->move_text = psprintf("%s; %s", og->move_text, ig->move_text);
+	else
+		g->move_text = og->move_text ? og->move_text : ig->move_text;
 	return g;
 }
 
@@ -1401,7 +1406,9 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		g->tree = t;
 		if (!finish_group(root, g, reasons) || !check_target(g, joinrel, reasons))
 			continue;
-		g->move_text = move_description(mb, linitial(g->rels));
+		g->move_text = ag->move_text ?
+			psprintf("%s; %s", ag->move_text, move_description(mb, linitial(g->rels))) :
+			move_description(mb, linitial(g->rels));
 
 		/* of the ways that work, the one moving the fewest rows */
 		{
@@ -2071,6 +2078,13 @@ cj_group_groups_by_key(CjJoinGroup *g, List *exprs)
 		int			p;
 
 		if (!tree_keeps_rows_of(g->tree, foreach_current_index(lc)))
+			continue;
+
+		/*
+		 * Rows routed by another column, or copied to every node, do not
+		 * sit in the class of their own key: its values span tasks.
+		 */
+		if (br->move == CJ_MOVE_REPARTITION || br->move == CJ_MOVE_BROADCAST)
 			continue;
 		for (p = 0; p < br->table->partnatts; p++)
 		{

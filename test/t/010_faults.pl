@@ -82,7 +82,8 @@ sub remote_big_queries
 	my ($node) = @_;
 	return $node->safe_psql('postgres',
 		    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-		  . "AND state = 'active' AND query LIKE '%big_a%' AND pid <> pg_backend_pid()");
+		  . "AND state = 'active' AND (query LIKE '%big_a%' OR query LIKE 'FETCH % FROM colojoin_cursor') "
+		  . "AND pid <> pg_backend_pid()");
 }
 
 sub wait_remote_big_running
@@ -91,7 +92,8 @@ sub wait_remote_big_running
 	ok( $node->poll_query_until(
 			'postgres',
 			"SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'client backend' "
-			  . "AND state = 'active' AND query LIKE '%big_a%' AND pid <> pg_backend_pid()"
+			  . "AND state = 'active' AND (query LIKE '%big_a%' OR query LIKE 'FETCH % FROM colojoin_cursor') "
+		  . "AND pid <> pg_backend_pid()"
 		),
 		"$what: the long join runs on node " . $node->name);
 }
@@ -102,7 +104,8 @@ sub wait_remote_big_gone
 	ok( $node->poll_query_until(
 			'postgres',
 			"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'client backend' "
-			  . "AND state = 'active' AND query LIKE '%big_a%' AND pid <> pg_backend_pid()"
+			  . "AND state = 'active' AND (query LIKE '%big_a%' OR query LIKE 'FETCH % FROM colojoin_cursor') "
+		  . "AND pid <> pg_backend_pid()"
 		),
 		"$what: no remote query of the long join is left on " . $node->name);
 }

@@ -23,7 +23,7 @@ use ColojoinTest;
 my $c = cj_new_cluster(name => 'redist', nodes => 2);
 my $coord = $c->{coordinator};
 my ($node1, $node2) = @{ $c->{nodes} };
-my $nbig = 300_000;
+my $nbig = 200_000;
 
 # --- the tables ---------------------------------------------------------------
 
@@ -34,7 +34,7 @@ for my $i (1, 2)
 	$node->safe_psql(
 		'postgres', qq{
 CREATE TABLE big_p$i (k int, ref int, pad text);
-INSERT INTO big_p$i SELECT g, g % 2500, repeat(md5(g::text), 3)
+INSERT INTO big_p$i SELECT g, g % 2500, repeat(md5(g::text), 2)
 	FROM generate_series($lo, $hi) g;
 ANALYZE big_p$i;
 });
@@ -73,7 +73,7 @@ my $expected = $coord->safe_psql('postgres',
 is( $expected,
 	$coord->safe_psql(
 		'postgres',
-		"SELECT count(*), sum(g), 96 * count(*), 97 FROM generate_series(0, $nbig - 1) g "
+		"SELECT count(*), sum(g), 64 * count(*), 97 FROM generate_series(0, $nbig - 1) g "
 		  . 'WHERE g % 2500 BETWEEN 1 AND 2000'),
 	'the data are there');
 like(
