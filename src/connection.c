@@ -100,6 +100,9 @@ struct CjConnection
 	bool		cursor_open;
 	/* the scan reading through this connection, which nobody else may use */
 	void	   *owner;
+
+	/* COMMIT of a read-only transaction sent, its answer not read yet */
+	bool		commit_pending;
 };
 
 static HTAB *cj_connections = NULL;
@@ -114,6 +117,9 @@ static bool cj_pending_close = false;
 static List *cj_libpq_keywords = NIL;
 
 static void cj_xact_callback(XactEvent event, void *arg);
+static void finish_pending_commit(CjConnection *c);
+static CjConnection *get_connection(Oid serverid, Oid userid, int slot,
+									 char **begin_sql, bool *exports_snapshot);
 static void cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								SubTransactionId parentSubid, void *arg);
 static void cj_inval_server(Datum arg, int cacheid, uint32 hashvalue);
@@ -163,6 +169,7 @@ close_connection(CjConnection *c)
 		c->conn = NULL;
 	}
 	c->in_flight = false;
+	c->commit_pending = false;
 	c->snapshot[0] = '\0';
 }
 
@@ -1201,8 +1208,111 @@ begin_remote_xact(CjConnection *c)
  *		and its server and mapping are unchanged; (re)opens it otherwise,
  *		which is only allowed while no remote transaction depends on it.
  */
+/*
+ * deferred_begin
+ *		The SQL that starts c's remote transaction, to be sent by the caller
+ *		in front of its first command: with slot 0's snapshot export (whose
+ *		result the caller hands back with cj_conn_set_snapshot), or, for
+ *		another slot, importing a snapshot already known here.  false when
+ *		the start needs a round trip of its own (a snapshot still to come).
+ */
+static bool
+deferred_begin(CjConnection *c, char **begin_sql, bool *exports_snapshot)
+{
+	const char *begin = IsolationIsSerializable() ?
+		"START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
+		"START TRANSACTION ISOLATION LEVEL REPEATABLE READ";
+	HASH_SEQ_STATUS scan;
+	CjConnection *other;
+	CjConnection *source = NULL;
+
+	hash_seq_init(&scan, cj_connections);
+	while ((other = hash_seq_search(&scan)) != NULL)
+	{
+		if (source == NULL && other != c &&
+			other->key.serverid == c->key.serverid &&
+			other->key.userid == c->key.userid &&
+			other->xact_open && !other->needs_restart && !other->doomed &&
+			other->snapshot[0] != '\0' && !conn_is_bad(other))
+			source = other;
+		else if (other != c && other->key.serverid == c->key.serverid &&
+				 other->key.userid == c->key.userid && other->xact_open &&
+				 other->snapshot[0] == '\0')
+		{
+			/* another connection's transaction, snapshot not known yet */
+			hash_seq_term(&scan);
+			return false;
+		}
+	}
+	c->snapshot[0] = '\0';
+	if (source != NULL)
+	{
+		*begin_sql = psprintf("%s; SET TRANSACTION SNAPSHOT %s; ", begin,
+							  quote_literal_cstr(source->snapshot));
+		strlcpy(c->snapshot, source->snapshot, sizeof(c->snapshot));
+	}
+	else
+	{
+		*begin_sql = psprintf("%s; SELECT pg_catalog.pg_export_snapshot(); ", begin);
+		*exports_snapshot = true;
+	}
+	c->xact_open = true;
+	cj_xact_touched = true;
+	return true;
+}
+
+/*
+ * finish_pending_commit
+ *		Read the answer to a read-only transaction's COMMIT sent without
+ *		waiting; a connection that cannot give it is closed (nothing it did
+ *		can be lost).
+ */
+static void
+finish_pending_commit(CjConnection *c)
+{
+	c->commit_pending = false;
+	if (c->conn == NULL)
+		return;
+	c->in_flight = true;
+	if (!quiet_drain(c->conn,
+					 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												 CJ_CLEANUP_TIMEOUT_MS),
+					 NULL))
+		close_connection(c);
+	c->in_flight = false;
+}
+
 CjConnection *
 cj_get_connection(Oid serverid, Oid userid, int slot)
+{
+	return get_connection(serverid, userid, slot, NULL, NULL);
+}
+
+/*
+ * cj_get_connection_deferred
+ *		See connection.h: the remote transaction's start is handed to the
+ *		caller, to go in front of its first command, when it needs no round
+ *		trip of its own.
+ */
+CjConnection *
+cj_get_connection_deferred(Oid serverid, Oid userid, int slot,
+						   char **begin_sql, bool *exports_snapshot)
+{
+	*begin_sql = NULL;
+	*exports_snapshot = false;
+	return get_connection(serverid, userid, slot, begin_sql, exports_snapshot);
+}
+
+void
+cj_conn_set_snapshot(CjConnection *conn, const char *snapshot)
+{
+	if (strlen(snapshot) < sizeof(conn->snapshot))
+		strlcpy(conn->snapshot, snapshot, sizeof(conn->snapshot));
+}
+
+static CjConnection *
+get_connection(Oid serverid, Oid userid, int slot, char **begin_sql,
+			   bool *exports_snapshot)
 {
 	CjConnection *c;
 	int			level;
@@ -1212,6 +1322,8 @@ cj_get_connection(Oid serverid, Oid userid, int slot)
 	Assert(OidIsValid(serverid));
 	Assert(slot >= 0);
 	c = lookup_entry(serverid, userid, slot, true);
+	if (c->commit_pending)
+		finish_pending_commit(c);
 
 	if (c->in_flight)
 		ereport(ERROR,
@@ -1270,7 +1382,10 @@ cj_get_connection(Oid serverid, Oid userid, int slot)
 		exec_sql(c, "ROLLBACK", "transaction restart", false);
 		reset_xact_state(c);
 	}
-	if (!c->xact_open)
+	if (!c->xact_open && begin_sql != NULL && deferred_begin(c, begin_sql,
+															exports_snapshot))
+		;						/* the caller sends it with its first command */
+	else if (!c->xact_open)
 	{
 		if (reused)
 		{
@@ -1491,7 +1606,12 @@ pre_commit(void)
 			readers = lappend(readers, c);
 	}
 
-	/* read-only transactions: send every COMMIT, then collect the answers */
+	/*
+	 * Read-only transactions: send every COMMIT, then collect the answers.
+	 * Below SERIALIZABLE such a COMMIT cannot fail in a way that matters,
+	 * so it is not waited for: its answer is read at the connection's next
+	 * use, saving a round trip per statement.
+	 */
 	foreach(lc, readers)
 	{
 		c = (CjConnection *) lfirst(lc);
@@ -1499,6 +1619,12 @@ pre_commit(void)
 		{
 			if (first_failed == NULL)
 				first_failed = c;
+			continue;
+		}
+		if (!IsolationIsSerializable())
+		{
+			c->commit_pending = true;
+			c->committed = true;
 			continue;
 		}
 		begin_flight(c);
@@ -1618,6 +1744,8 @@ abort_all(void)
 	hash_seq_init(&scan, cj_connections);
 	while ((c = hash_seq_search(&scan)) != NULL)
 	{
+		if (c->commit_pending && !proc_exit_inprogress)
+			finish_pending_commit(c);
 		if (c->in_flight && !conn_is_bad(c))
 			quiet_cancel(c);
 	}
@@ -1707,11 +1835,15 @@ cj_xact_callback(XactEvent event, void *arg)
 			hash_seq_init(&scan, cj_connections);
 			while ((c = hash_seq_search(&scan)) != NULL)
 			{
-				/* everything committed in pre-commit; anything else is unknown */
+				/*
+				 * Everything committed in pre-commit (a read-only COMMIT may
+				 * still be on its way back); anything else is unknown.
+				 */
 				if (c->conn != NULL &&
 					(c->in_flight || c->invalidated ||
 					 PQstatus(c->conn) != CONNECTION_OK ||
-					 PQtransactionStatus(c->conn) != PQTRANS_IDLE))
+					 (!c->commit_pending &&
+					  PQtransactionStatus(c->conn) != PQTRANS_IDLE)))
 					close_connection(c);
 				reset_xact_state(c);
 			}

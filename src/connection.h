@@ -28,6 +28,19 @@ typedef struct CjConnection CjConnection;
  */
 extern CjConnection *cj_get_connection(Oid serverid, Oid userid, int slot);
 
+/*
+ * cj_get_connection_deferred: the same, except that when the remote
+ * transaction must start and can do so without a round trip of its own,
+ * *begin_sql receives the SQL that starts it, which the caller must send in
+ * front of its first command on the connection.  When *exports_snapshot,
+ * that command's first result is the exported snapshot, to be handed back
+ * with cj_conn_set_snapshot.
+ */
+extern CjConnection *cj_get_connection_deferred(Oid serverid, Oid userid,
+												int slot, char **begin_sql,
+												bool *exports_snapshot);
+extern void cj_conn_set_snapshot(CjConnection *conn, const char *snapshot);
+
 extern PGconn *cj_conn_pgconn(CjConnection *conn);
 extern Oid	cj_conn_serverid(CjConnection *conn);
 extern const char *cj_conn_node_name(CjConnection *conn);

@@ -414,14 +414,16 @@ execution_names(CjScanState *st, const char *sql)
 static void
 start_task(CjScanState *st, CjWorker *w, CjExecTask *task)
 {
-	char	   *sql = psprintf("%sDECLARE " CJ_CURSOR_NAME " NO SCROLL CURSOR FOR %s; "
+	char	   *sql = psprintf("%s%sDECLARE " CJ_CURSOR_NAME " NO SCROLL CURSOR FOR %s; "
 							   "FETCH %d FROM " CJ_CURSOR_NAME,
+							   w->begin_sql ? w->begin_sql : "",
 							   cj_conn_cursor_open(w->conn) ? "CLOSE " CJ_CURSOR_NAME "; " : "",
 							   execution_names(st, inline_params(st, task->sql)),
 							   CJ_FETCH_SIZE);
 
 	w->task = task;
 	w->exhausted = false;
+	w->begin_sql = NULL;
 	task->runs++;
 	INSTR_TIME_SET_CURRENT(w->started);
 	send_command(w, sql, task);
@@ -615,7 +617,22 @@ start_scan(CjScanState *st)
 			w->serverid = lfirst_oid(ls);
 			w->slot = slot;
 			w->task = NULL;
-			w->conn = cj_get_connection(w->serverid, userid, slot);
+			w->begin_sql = NULL;
+			w->expect_snapshot = false;
+
+			/*
+			 * A scan with a single connection (a point lookup, say) starts
+			 * the node's remote transaction in the same round trip as its
+			 * task.  With several, rows of one connection can start another
+			 * scan (a correlated subquery) that needs this node's snapshot
+			 * before this connection has sent it back: they start it first.
+			 */
+			if (n == 1)
+				w->conn = cj_get_connection_deferred(w->serverid, userid, slot,
+													 &w->begin_sql,
+													 &w->expect_snapshot);
+			else
+				w->conn = cj_get_connection(w->serverid, userid, slot);
 			cj_conn_set_owner(w->conn, st);
 		}
 	}
@@ -705,6 +722,15 @@ collect_results(CjScanState *st, CjWorker *w)
 		switch (PQresultStatus(res))
 		{
 			case PGRES_TUPLES_OK:
+				if (w->expect_snapshot)
+				{
+					/* the remote transaction's snapshot, exported in front */
+					if (PQntuples(res) == 1 && PQnfields(res) == 1)
+						cj_conn_set_snapshot(w->conn, PQgetvalue(res, 0, 0));
+					w->expect_snapshot = false;
+					PQclear(res);
+					break;
+				}
 				if (PQntuples(res) < CJ_FETCH_SIZE)
 					w->exhausted = true;
 				if (PQntuples(res) > 0 && w->pending == NULL)

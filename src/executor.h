@@ -64,6 +64,8 @@ typedef struct CjWorker
 	PGresult   *batch;			/* rows being returned */
 	int			batch_row;		/* the next of them */
 	PGresult   *pending;		/* the next batch, arrived early */
+	char	   *begin_sql;		/* remote transaction start to send first */
+	bool		expect_snapshot;	/* its exported snapshot comes back */
 } CjWorker;
 
 #define CJ_FETCH_SIZE 2000
