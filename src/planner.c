@@ -135,6 +135,8 @@ typedef struct CjJoinAttempt
 
 static List *cj_attempts = NIL;
 
+static char *joinrel_names(PlannerInfo *root, RelOptInfo *rel);
+
 /* the hints of the statement being planned */
 static CjHintSet *cj_hints = NULL;
 
@@ -1313,11 +1315,20 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		innerrel = tmp;
 		jointype = JOIN_LEFT;
 	}
-	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
-		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
+	if (jointype == JOIN_FULL)
 	{
 		*reasons = lappend(*reasons,
 						   pstrdup("a full join keeps the rows of both sides, so neither side may move"));
+		return NULL;
+	}
+	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
+		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
+		return NULL;			/* unique-ified variants: another call covers it */
+	if (must_move != NULL && must_move == outerrel && jointype != JOIN_INNER)
+	{
+		*reasons = lappend(*reasons,
+						   psprintf("relation %s is the side the join preserves, so it cannot move",
+									joinrel_names(root, must_move)));
 		return NULL;
 	}
 	foreach(lc, extra->restrictlist)
