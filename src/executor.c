@@ -595,11 +595,11 @@ start_scan(CjScanState *st)
 											 sizeof(CjWorker) * Max(n, 1));
 
 	/*
-	 * Open every connection (and its remote transaction) before sending any
-	 * task: a connection importing another's snapshot must not do so after
-	 * that one's query has already failed.  Slots busy with another scan of
-	 * this transaction (an open cursor, the other side of a join) are
-	 * skipped.
+	 * Open every connection of a node (and its remote transaction) before
+	 * sending that node any task: a connection importing another's snapshot
+	 * must not do so after that one's query has already failed.  Slots busy
+	 * with another scan of this transaction (an open cursor, the other side
+	 * of a join) are skipped.
 	 */
 	st->nworkers = 0;
 	forboth(ls, servers, lcnt, counts)
@@ -635,13 +635,18 @@ start_scan(CjScanState *st)
 				w->conn = cj_get_connection(w->serverid, userid, slot);
 			cj_conn_set_owner(w->conn, st);
 		}
-	}
-	for (i = 0; i < st->nworkers; i++)
-	{
-		CjExecTask *task = next_task_for(st, st->workers[i].serverid);
 
-		if (task)
-			start_task(st, &st->workers[i], task);
+		/*
+		 * This node's connections are all open (and share its snapshot):
+		 * its tasks start now, while the next node is being connected to.
+		 */
+		for (i = st->nworkers - nconn; i < st->nworkers; i++)
+		{
+			CjExecTask *task = next_task_for(st, st->workers[i].serverid);
+
+			if (task)
+				start_task(st, &st->workers[i], task);
+		}
 	}
 	st->current = 0;
 	st->started = true;
