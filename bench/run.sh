@@ -115,6 +115,9 @@ if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
 	make -C "$ROOT" install PG_CONFIG="$PG_CONFIG" >>"$OUT/raw/build.log" 2>&1 ||
 		{ tail -30 "$OUT/raw/build.log" >&2; die "make install failed"; }
 fi
+# what was built: the commit and how many files of src/ differ from it
+BUILT_FROM="$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') plus $(git -C "$ROOT" status --short -- src 2>/dev/null | wc -l) changed files in src/"
+[ "${BENCH_SKIP_BUILD:-0}" != 1 ] || BUILT_FROM="the colojoin installed before the run (BENCH_SKIP_BUILD=1; the tree is at $BUILT_FROM)"
 cc -O2 -Wall -I"$("$PG_CONFIG" --includedir)" -o "$OUT/limit" "$BENCH/limit.c" \
 	-L"$("$PG_CONFIG" --libdir)" -lpq || die "cannot build bench/limit.c (needs libpq-dev)"
 
@@ -734,14 +737,15 @@ TARGET_LIMIT[Q2]=1.1
 	echo "# colojoin benchmark $STAMP"
 	echo
 	echo "\`SCALE=$SCALE REPS=$REPS P1_N=$P1_N P2_N=$P2_N bench/run.sh\`, $(date '+%Y-%m-%d %H:%M'), $(nproc) cores;"
-	echo "colojoin built from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') plus $(git -C "$ROOT" status --short -- src 2>/dev/null | wc -l) changed files in src/ (the working tree);"
+	echo "colojoin: $BUILT_FROM;"
 	echo "orders $N_ORDERS rows, lineitem $N_LINEITEM rows, part $N_PART rows;"
 	echo "load average before: $(sed 's/.*load average: //' "$OUT/raw/load_before.txt"), after: $(sed 's/.*load average: //' "$OUT/raw/load_after.txt")."
 	echo
 	echo "Median milliseconds (PLAN: planning time only). Native: (a) PostgreSQL defaults;"
 	echo "(b) partitionwise join + aggregate, servers async_capable, use_remote_estimate, fetch_size 10000;"
 	echo "(c) as (b) without partitionwise aggregate. ratio = best native / colojoin (above 1: colojoin faster)."
-	echo "limit = the per-partition SQL run straight on the nodes, 16 at once, combine ignored."
+	echo "limit = the per-partition SQL run straight on the nodes, 16 at once, combine ignored (for J1 and R2 it also"
+	echo "leaves out sending the rows on to a client, which every configuration pays)."
 	echo "(n=...): a slow query ran fewer times than REPS=$REPS (BENCH_CELL_SECONDS=$BENCH_CELL_SECONDS)."
 	echo
 	echo "| query | colojoin | native a | native b | native c | best native | ratio | limit | colojoin / limit | ColocatedJoin in plan | same result | target |"
@@ -839,6 +843,18 @@ if [ ${#errors[@]} -gt 0 ]; then
 		for e in "${errors[@]}"; do echo "- $e"; done
 	} >>"$REPORT"
 fi
+
+# what colojoin's plans say they do
+{
+	echo
+	echo "colojoin's plans (the Strategy lines of EXPLAIN; the whole plans are in plans/colojoin_*.txt):"
+	echo
+	for name in J1 P C1 Q2 Q3 R1 R2 PLAN; do
+		want "$name" || continue
+		strat=$(grep -m1 -o 'Strategy: .*' "$OUT/plans/colojoin_$name.txt" 2>/dev/null | sed 's/^Strategy: //' || true)
+		echo "- $name: ${strat:-no colojoin scan}"
+	done
+} >>"$REPORT"
 
 # memory: the coordinator backend's peak RSS
 {

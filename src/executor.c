@@ -95,6 +95,7 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 	st->userid = (Oid) intVal(list_nth(priv, CJ_PRIVATE_USERID));
 	st->rows_moved = intVal(list_nth(priv, CJ_PRIVATE_ROWS_MOVED));
 	st->hints = strVal(list_nth(priv, CJ_PRIVATE_HINTS));
+	st->hints_unused = strVal(list_nth(priv, CJ_PRIVATE_HINTS_UNUSED));
 
 	st->ntasks = list_length(tasks);
 	st->tasks = palloc0(sizeof(CjExecTask) * Max(st->ntasks, 1));

@@ -78,6 +78,7 @@ typedef struct CjScanState
 	/* from the plan */
 	char	   *strategy;
 	char	   *hints;			/* hints this scan follows, or "" */
+	char	   *hints_unused;	/* the statement's hints nothing followed */
 	int			nclasses;
 	int			npruned;
 	int			nempty;

@@ -114,6 +114,8 @@ cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);
 	if (st->hints[0] != '\0')
 		ExplainPropertyText("Hints", st->hints, es);
+	if (st->hints_unused[0] != '\0')
+		ExplainPropertyText("Hints Not Used", st->hints_unused, es);
 
 	if (!es->verbose)
 	{

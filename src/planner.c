@@ -894,6 +894,7 @@ finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
 	if (trust)
 	{
 		g->trust_placement = true;
+		trust->used = true;
 		g->hints_used = lappend(g->hints_used, trust);
 	}
 	g->space = cj_build_class_space(tables, reasons);
@@ -3210,6 +3211,20 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		private = lappend(private, makeString(hints.data));
 	}
 	private = lappend(private, moves);
+	{
+		StringInfoData unused;
+
+		initStringInfo(&unused);
+		if (cj_hints != NULL)
+			foreach(lc, cj_hints->hints)
+			{
+				CjHint	   *h = lfirst(lc);
+
+				if (!h->used)
+					appendStringInfo(&unused, "%s%s", unused.len ? " " : "", h->text);
+			}
+		private = lappend(private, makeString(unused.data));
+	}
 
 	cscan->scan.plan.targetlist = tlist;
 	cscan->scan.plan.qual = (spec && spec->remote_exprs) ? spec->local_quals :

@@ -30,6 +30,8 @@ typedef enum CjPrivateIndex
 	CJ_PRIVATE_PRUNE_KEYS,		/* List: run-time pruning, see executor.c */
 	CJ_PRIVATE_HINTS,			/* String: hints this scan follows, or "" */
 	CJ_PRIVATE_MOVES,			/* List of moves, see below */
+	CJ_PRIVATE_HINTS_UNUSED,	/* String: the statement's hints no scan
+								 * followed when this one was planned */
 	CJ_PRIVATE_COUNT
 } CjPrivateIndex;
 
