@@ -1125,21 +1125,16 @@ begin_remote_xact(CjConnection *c)
 		 * needed even with one per node (a scan nested in another one's rows,
 		 * two cursors), and it must see the same data.
 		 */
-		if (true)
-		{
-			char	   *sql = psprintf("%s; SELECT pg_catalog.pg_export_snapshot()",
-									   begin);
-			PGresult   *res = exec_sql(c, sql, "transaction start", true);
+		char	   *sql = psprintf("%s; SELECT pg_catalog.pg_export_snapshot()",
+								   begin);
+		PGresult   *res = exec_sql(c, sql, "transaction start", true);
 
-			if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
-				PQntuples(res) == 1 &&
-				strlen(PQgetvalue(res, 0, 0)) < sizeof(c->snapshot))
-				strlcpy(c->snapshot, PQgetvalue(res, 0, 0), sizeof(c->snapshot));
-			PQclear(res);
-			pfree(sql);
-		}
-		else
-			exec_sql(c, begin, "transaction start", false);
+		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
+			PQntuples(res) == 1 &&
+			strlen(PQgetvalue(res, 0, 0)) < sizeof(c->snapshot))
+			strlcpy(c->snapshot, PQgetvalue(res, 0, 0), sizeof(c->snapshot));
+		PQclear(res);
+		pfree(sql);
 	}
 	else
 	{
