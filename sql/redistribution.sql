@@ -523,15 +523,15 @@ SELECT c.* FROM (VALUES
 	('8 and 16, left, moved side nullable', 'SELECT o_key, o_status, v FROM orders LEFT JOIN m16 ON o_key = m16.k', 'refine'),
 	('8 and 16, semi', 'SELECT o_key FROM orders WHERE EXISTS (SELECT FROM m16 WHERE m16.k = o_key AND v > 100)', 'refine'),
 	('8 and 16, anti', 'SELECT o_key FROM orders WHERE NOT EXISTS (SELECT FROM m16 WHERE m16.k = o_key)', 'refine'),
-	('4 as anchor, 8 refining', 'SELECT m4.k, v, o_cust FROM m4 JOIN orders ON o_key = m4.k', 'refine'),
+	('4 as anchor, 8 refining', 'SELECT m4.k, v, o_cust FROM m4 JOIN orders ON o_key = m4.k', 'repartition'),
 	('4 as anchor, 8 refining, left', 'SELECT m4.k, v, o_cust FROM m4 LEFT JOIN orders ON o_key = m4.k', 'refine'),
-	('4 as anchor, 16 refining', 'SELECT m4.k, m4.v, m16.v FROM m4 JOIN m16 ON m4.k = m16.k', 'refine'),
+	('4 as anchor, 16 refining', 'SELECT m4.k, m4.v, m16.v FROM m4 JOIN m16 ON m4.k = m16.k', 'repartition'),
 	('4 as anchor, 16 refining, left with a condition', 'SELECT m4.k, m4.v, m16.v FROM m4 LEFT JOIN m16 ON m4.k = m16.k AND m16.v > 20', 'refine'),
 	('8 preserved, 4 nullable: 4 repartitioned', 'SELECT o_key, v FROM orders LEFT JOIN m4 ON o_key = m4.k', 'repartition'),
 	('16 preserved, 8 nullable', 'SELECT m16.k, v, o_cust FROM m16 LEFT JOIN orders ON o_key = m16.k', 'repartition'),
 	('8 and 16, full join: nothing moves', 'SELECT o_key, m16.k FROM orders FULL JOIN m16 ON o_key = m16.k', 'none'),
 	('16 with a dropped column', 'SELECT o_key, dc.k, w FROM orders JOIN dc ON o_key = dc.k', 'refine'),
-	('two levels (4 by hash, then list) as anchor', 'SELECT ml.k, cat, v, o_cust FROM ml JOIN orders ON o_key = ml.k', 'refine'),
+	('two levels (4 by hash, then list) as anchor', 'SELECT ml.k, cat, v, o_cust FROM ml JOIN orders ON o_key = ml.k', 'repartition'),
 	('two levels, left, preserved', 'SELECT ml.k, cat, o_status FROM ml LEFT JOIN orders ON o_key = ml.k AND cat = 1', 'refine'),
 	('empty table refining', 'SELECT o_key, e.k FROM orders JOIN empty16 e ON o_key = e.k', 'refine'),
 	('empty table refining, left', 'SELECT o_key, e.k FROM orders LEFT JOIN empty16 e ON o_key = e.k', 'refine'),
@@ -653,7 +653,7 @@ SELECT c.* FROM (VALUES
 	('group by the anchor key, broadcast side', 'SELECT o_key, n_name, count(*) FROM orders JOIN nation ON o_cust = n_key GROUP BY o_key, n_name', 'broadcast'),
 	('group by a refining table''s key', 'SELECT b.k, count(*) FROM pl_a a JOIN pm_b b ON a.k = b.k GROUP BY b.k', 'refine'),
 	('group by a refining table''s key, nullable', 'SELECT m16.k, count(*) FROM orders LEFT JOIN m16 ON o_key = m16.k GROUP BY m16.k', 'refine'),
-	('group by the coarse anchor''s key', 'SELECT m4.k, count(*), sum(o_cust) FROM m4 JOIN orders ON o_key = m4.k GROUP BY m4.k', 'refine')
+	('group by the coarse anchor''s key', 'SELECT m4.k, count(*), sum(o_cust) FROM m4 JOIN orders ON o_key = m4.k GROUP BY m4.k', 'repartition')
 ) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
 SET colojoin.enable_broadcast = off;
 SELECT c.* FROM (VALUES

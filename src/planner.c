@@ -136,6 +136,9 @@ typedef struct CjJoinAttempt
 static List *cj_attempts = NIL;
 
 static char *joinrel_names(PlannerInfo *root, RelOptInfo *rel);
+static List *refining_leaves(CjJoinGroup *g, CjBaseRel *br, int c);
+static bool leaves_on_node(List *leaves, Oid serverid);
+static double moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br);
 
 /* the hints of the statement being planned */
 static CjHintSet *cj_hints = NULL;
@@ -1424,20 +1427,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 
 		/* of the ways that work, the one moving the fewest rows */
 		{
-			double		moved = mrel->rows;
+			double		moved = moved_rows(root, g, mb);
 
-			if (mb->move == CJ_MOVE_BROADCAST)
-			{
-				List	   *nodes = NIL;
-				ListCell   *lt;
-
-				foreach(lt, g->tasks)
-					if (!list_member_oid(nodes, ((CjTask *) lfirst(lt))->serverid))
-						nodes = lappend_oid(nodes, ((CjTask *) lfirst(lt))->serverid);
-				moved *= Max(list_length(nodes), 1);
-			}
-			else if (mb->move == CJ_MOVE_PARTITIONS)
-				moved *= 0.5;
 			if (best == NULL || moved < best_moved)
 			{
 				best = g;
@@ -1499,8 +1490,7 @@ add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
 		if (br->move == CJ_MOVE_NONE)
 			continue;
 		brel = find_base_rel(root, br->rtindex);
-		moved = brel->rows * (br->move == CJ_MOVE_BROADCAST ? nnodes :
-							  br->move == CJ_MOVE_PARTITIONS ? 0.5 : 1.0);
+		moved = moved_rows(root, g, br);
 		startup += 50.0 + moved * (3 * cpu_tuple_cost + brel->reltarget->width * 0.0002);
 	}
 	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
@@ -2404,6 +2394,53 @@ leaves_on_node(List *leaves, Oid serverid)
 		if (!leaf_on_node(lfirst(lc), serverid))
 			return false;
 	return true;
+}
+
+/*
+ * moved_rows
+ *		The rows a moved table sends: all of them once when repartitioned,
+ *		once per task node when broadcast, and for refining partitions only
+ *		those of the classes whose partitions are not already where the
+ *		class runs (none at all when placement lines up).
+ */
+static double
+moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br)
+{
+	double		rows = find_base_rel(root, br->rtindex)->rows;
+	List	   *nodes = NIL;
+	ListCell   *lc;
+
+	switch (br->move)
+	{
+		case CJ_MOVE_REPARTITION:
+			return rows;
+		case CJ_MOVE_BROADCAST:
+			foreach(lc, g->tasks)
+				if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
+					nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
+			return rows * Max(list_length(nodes), 1);
+		case CJ_MOVE_PARTITIONS:
+			{
+				int			nlive = 0;
+				int			nmoved = 0;
+				int			k,
+							l;
+
+				for (k = 0; k < br->table->nclasses; k++)
+					for (l = 0; l < br->table->classes[k].nleaves; l++)
+						nlive += br->leaf_live[k][l] ? 1 : 0;
+				foreach(lc, g->tasks)
+				{
+					CjTask	   *task = lfirst(lc);
+					List	   *leaves = refining_leaves(g, br, task->cls);
+
+					if (leaves != NIL && !leaves_on_node(leaves, task->serverid))
+						nmoved += list_length(leaves);
+				}
+				return nlive > 0 ? rows * nmoved / nlive : 0;
+			}
+	}
+	return 0;
 }
 
 /* "colojoin_move_3_2" or, per class, "colojoin_move_3_2_c5", quoted */
