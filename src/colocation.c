@@ -75,8 +75,8 @@ table_name(Oid relid)
 	return name ? quote_identifier(name) : psprintf("relation %u", relid);
 }
 
-static const char *
-strategy_name(char strategy)
+const char *
+cj_strategy_name(char strategy)
 {
 	switch (strategy)
 	{
@@ -166,8 +166,8 @@ cj_schemes_compatible(CjTable *a, CjTable *b, List **reasons)
 	{
 		*reasons = lappend(*reasons,
 						   psprintf("%s is partitioned by %s, %s by %s",
-									table_name(a->relid), strategy_name(a->strategy),
-									table_name(b->relid), strategy_name(b->strategy)));
+									table_name(a->relid), cj_strategy_name(a->strategy),
+									table_name(b->relid), cj_strategy_name(b->strategy)));
 		ok = false;
 	}
 	if (a->partnatts != b->partnatts)
@@ -727,6 +727,21 @@ cj_common_nodes(CjClass *cls, const bool *leaf_live)
 		}
 		if (everywhere)
 			result = lappend_oid(result, node);
+	}
+	return result;
+}
+
+/* the members of a that are also in b, in a's order */
+List *
+cj_intersect_nodes(List *a, List *b)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, a)
+	{
+		if (list_member_oid(b, lfirst_oid(lc)))
+			result = lappend_oid(result, lfirst_oid(lc));
 	}
 	return result;
 }

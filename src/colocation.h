@@ -57,6 +57,12 @@ extern CjClassSpace *cj_build_class_space(List *tables, List **reasons);
  */
 extern List *cj_common_nodes(CjClass *cls, const bool *leaf_live);
 
+/* the nodes of a that are also in b, in a's order */
+extern List *cj_intersect_nodes(List *a, List *b);
+
+/* "HASH", "LIST" or "RANGE" */
+extern const char *cj_strategy_name(char strategy);
+
 /* human-readable description of a class-space class: its bound */
 extern char *cj_class_label(CjClassSpace *space, int cls);
 

@@ -392,21 +392,6 @@ opfamily_method(Oid opfamily)
 	return method;
 }
 
-/* the members of a that are also in b, in a's order */
-static List *
-intersect_oids(List *a, List *b)
-{
-	List	   *result = NIL;
-	ListCell   *lc;
-
-	foreach(lc, a)
-	{
-		if (list_member_oid(b, lfirst_oid(lc)))
-			result = lappend_oid(result, lfirst_oid(lc));
-	}
-	return result;
-}
-
 /*
  * clause_equates
  *		Whether one of clauses is "a = b" (either order) with an equality
@@ -613,7 +598,7 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 			if (first)
 				nodes = here;
 			else
-				nodes = intersect_oids(nodes, here);
+				nodes = cj_intersect_nodes(nodes, here);
 			first = false;
 			if (nodes == NIL)
 				break;

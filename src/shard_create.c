@@ -42,6 +42,7 @@
 #include "utils/syscache.h"
 
 #include "colojoin.h"
+#include "colocation.h"
 #include "connection.h"
 #include "shard_create.h"
 
@@ -247,21 +248,6 @@ cj_shard_table_ddl(Oid parent_relid, const char *remote_schema,
  * ----------------------------------------------------------------
  */
 
-static const char *
-strategy_name(char strategy)
-{
-	switch (strategy)
-	{
-		case PARTITION_STRATEGY_HASH:
-			return "HASH";
-		case PARTITION_STRATEGY_LIST:
-			return "LIST";
-		case PARTITION_STRATEGY_RANGE:
-			return "RANGE";
-	}
-	return "?";
-}
-
 /*
  * check_hash_partitioned
  *		ERROR unless rel is a hash-partitioned table; what says which
@@ -284,7 +270,7 @@ check_hash_partitioned(Relation rel, const char *what)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("%s \"%s\" is partitioned by %s, create_shards needs HASH",
 						what, RelationGetRelationName(rel),
-						strategy_name(key->strategy))));
+						cj_strategy_name(key->strategy))));
 }
 
 static char *

@@ -252,21 +252,6 @@ leaf_places_text(CjClass *cls)
 	return buf.data;
 }
 
-/* the members of x that are also in y, in x's order */
-static List *
-oid_list_intersection(List *x, List *y)
-{
-	List	   *result = NIL;
-	ListCell   *lc;
-
-	foreach(lc, x)
-	{
-		if (list_member_oid(y, lfirst_oid(lc)))
-			result = lappend_oid(result, lfirst_oid(lc));
-	}
-	return result;
-}
-
 typedef struct NodeCount
 {
 	char	   *name;
@@ -376,7 +361,7 @@ check_placement(ReturnSetInfo *rsinfo, CjClassSpace *space, List **counts,
 			if (first)
 				common = list_copy(cls->nodes);
 			else
-				common = oid_list_intersection(common, cls->nodes);
+				common = cj_intersect_nodes(common, cls->nodes);
 			first = false;
 		}
 
