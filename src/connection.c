@@ -320,12 +320,6 @@ get_result(CjConnection *c)
 	return PQgetResult(c->conn);
 }
 
-PGresult *
-cj_get_result(CjConnection *conn)
-{
-	return get_result(conn);
-}
-
 static void
 begin_flight(CjConnection *c)
 {
@@ -1101,6 +1095,49 @@ report_doomed(CjConnection *c)
 			 errhint("Roll back the transaction and run it again.")));
 }
 
+/* how every remote transaction starts: at least as strict as REPEATABLE READ */
+static const char *
+begin_statement(void)
+{
+	return IsolationIsSerializable() ?
+		"START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
+		"START TRANSACTION ISOLATION LEVEL REPEATABLE READ";
+}
+
+/*
+ * snapshot_holder
+ *		Another open connection to c's node, as c's user, whose transaction's
+ *		snapshot is known and usable, or NULL.  *unknown_pending (when given)
+ *		is set if some open transaction there has not reported its snapshot
+ *		yet: a transaction started now could then see different data.
+ */
+static CjConnection *
+snapshot_holder(CjConnection *c, bool *unknown_pending)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *other;
+	CjConnection *found = NULL;
+
+	if (unknown_pending)
+		*unknown_pending = false;
+	hash_seq_init(&scan, cj_connections);
+	while ((other = hash_seq_search(&scan)) != NULL)
+	{
+		if (other == c || other->key.serverid != c->key.serverid ||
+			other->key.userid != c->key.userid || !other->xact_open)
+			continue;
+		if (other->snapshot[0] == '\0')
+		{
+			if (unknown_pending)
+				*unknown_pending = true;
+		}
+		else if (found == NULL && !other->needs_restart && !other->doomed &&
+				 !conn_is_bad(other))
+			found = other;
+	}
+	return found;
+}
+
 /*
  * begin_remote_xact
  *		START TRANSACTION on the node, at REPEATABLE READ or SERIALIZABLE.
@@ -1110,9 +1147,7 @@ report_doomed(CjConnection *c)
 static void
 begin_remote_xact(CjConnection *c)
 {
-	const char *begin = IsolationIsSerializable() ?
-		"START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
-		"START TRANSACTION ISOLATION LEVEL REPEATABLE READ";
+	const char *begin = begin_statement();
 
 	c->snapshot[0] = '\0';
 	c->xact_open = true;		/* abort processing reconciles a half start */
@@ -1150,21 +1185,9 @@ begin_remote_xact(CjConnection *c)
 		if (first == NULL || !first->xact_open || first->needs_restart ||
 			first->doomed || first->snapshot[0] == '\0' || conn_is_bad(first))
 		{
-			HASH_SEQ_STATUS scan;
-			CjConnection *other;
-			CjConnection *found = NULL;
+			CjConnection *holder = snapshot_holder(c, NULL);
 
-			hash_seq_init(&scan, cj_connections);
-			while ((other = hash_seq_search(&scan)) != NULL)
-			{
-				if (found == NULL && other != c &&
-					other->key.serverid == c->key.serverid &&
-					other->key.userid == c->key.userid &&
-					other->xact_open && !other->needs_restart && !other->doomed &&
-					other->snapshot[0] != '\0' && !conn_is_bad(other))
-					found = other;
-			}
-			first = found ? found :
+			first = holder ? holder :
 				cj_get_connection(c->key.serverid, c->key.userid, 0);
 		}
 		if (first->snapshot[0] == '\0')
@@ -1198,12 +1221,6 @@ begin_remote_xact(CjConnection *c)
 }
 
 /*
- * cj_get_connection
- *		See connection.h.  Reuses the cached connection when it is healthy
- *		and its server and mapping are unchanged; (re)opens it otherwise,
- *		which is only allowed while no remote transaction depends on it.
- */
-/*
  * deferred_begin
  *		The SQL that starts c's remote transaction, to be sent by the caller
  *		in front of its first command: with slot 0's snapshot export (whose
@@ -1214,31 +1231,12 @@ begin_remote_xact(CjConnection *c)
 static bool
 deferred_begin(CjConnection *c, char **begin_sql, bool *exports_snapshot)
 {
-	const char *begin = IsolationIsSerializable() ?
-		"START TRANSACTION ISOLATION LEVEL SERIALIZABLE" :
-		"START TRANSACTION ISOLATION LEVEL REPEATABLE READ";
-	HASH_SEQ_STATUS scan;
-	CjConnection *other;
-	CjConnection *source = NULL;
+	const char *begin = begin_statement();
+	bool		unknown_pending;
+	CjConnection *source = snapshot_holder(c, &unknown_pending);
 
-	hash_seq_init(&scan, cj_connections);
-	while ((other = hash_seq_search(&scan)) != NULL)
-	{
-		if (source == NULL && other != c &&
-			other->key.serverid == c->key.serverid &&
-			other->key.userid == c->key.userid &&
-			other->xact_open && !other->needs_restart && !other->doomed &&
-			other->snapshot[0] != '\0' && !conn_is_bad(other))
-			source = other;
-		else if (other != c && other->key.serverid == c->key.serverid &&
-				 other->key.userid == c->key.userid && other->xact_open &&
-				 other->snapshot[0] == '\0')
-		{
-			/* another connection's transaction, snapshot not known yet */
-			hash_seq_term(&scan);
-			return false;
-		}
-	}
+	if (unknown_pending)
+		return false;
 	c->snapshot[0] = '\0';
 	if (source != NULL)
 	{
@@ -1277,6 +1275,12 @@ finish_pending_commit(CjConnection *c)
 	c->in_flight = false;
 }
 
+/*
+ * cj_get_connection
+ *		See connection.h.  Reuses the cached connection when it is healthy
+ *		and its server and mapping are unchanged; (re)opens it otherwise,
+ *		which is only allowed while no remote transaction depends on it.
+ */
 CjConnection *
 cj_get_connection(Oid serverid, Oid userid, int slot)
 {
@@ -1460,18 +1464,6 @@ PGconn *
 cj_conn_pgconn(CjConnection *conn)
 {
 	return conn->conn;
-}
-
-Oid
-cj_conn_serverid(CjConnection *conn)
-{
-	return conn->key.serverid;
-}
-
-const char *
-cj_conn_node_name(CjConnection *conn)
-{
-	return NameStr(conn->node_name);
 }
 
 /*

@@ -42,8 +42,6 @@ extern CjConnection *cj_get_connection_deferred(Oid serverid, Oid userid,
 extern void cj_conn_set_snapshot(CjConnection *conn, const char *snapshot);
 
 extern PGconn *cj_conn_pgconn(CjConnection *conn);
-extern Oid	cj_conn_serverid(CjConnection *conn);
-extern const char *cj_conn_node_name(CjConnection *conn);
 
 /*
  * Synchronous execution, interruptible while waiting.  On a remote error
@@ -65,12 +63,6 @@ extern PGresult *cj_exec_query(CjConnection *conn, const char *sql,
  */
 extern void cj_conn_begin_async(CjConnection *conn);
 extern void cj_conn_end_async(CjConnection *conn);
-
-/*
- * cj_get_result: the next PGresult of the query in flight (NULL when done),
- * waiting interruptibly for the socket.
- */
-extern PGresult *cj_get_result(CjConnection *conn);
 
 /*
  * cj_report_remote_error: ereport a remote failure at elevel, keeping the
