@@ -257,13 +257,25 @@ report_error(int elevel, CjConnection *c, PGresult *res, bool clear,
 		where = psprintf("remote query on node \"%s\"",
 						 NameStr(c->node_name));
 
-	ereport(elevel,
-			(errcode(code),
-			 errmsg_internal("%s", primary),
-			 detail ? errdetail_internal("%s", detail) : 0,
-			 hint ? errhint("%s", hint) : 0,
-			 remote_context ? errcontext("%s", remote_context) : 0,
-			 errcontext("%s", where)));
+	/*
+	 * A connection that broke (libpq's own message, or the node's last words
+	 * before it closed the session) is named in the message itself: that the
+	 * node went away is what the user must learn first.
+	 */
+	if (PQstatus(c->conn) == CONNECTION_BAD)
+		ereport(elevel,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost connection to node \"%s\"", NameStr(c->node_name)),
+				 errdetail_internal("%s", primary),
+				 errcontext("%s", where)));
+	else
+		ereport(elevel,
+				(errcode(code),
+				 errmsg_internal("%s", primary),
+				 detail ? errdetail_internal("%s", detail) : 0,
+				 hint ? errhint("%s", hint) : 0,
+				 remote_context ? errcontext("%s", remote_context) : 0,
+				 errcontext("%s", where)));
 }
 
 /*
@@ -284,13 +296,13 @@ cj_report_remote_error(int elevel, CjConnection *conn, PGresult *res,
  *		meanwhile.  Returns the events that fired.
  */
 static int
-wait_for_socket(CjConnection *c, int events)
+wait_for_socket(CjConnection *c, int events, const char *context)
 {
 	pgsocket	sock = PQsocket(c->conn);
 	int			rc;
 
 	if (sock == PGINVALID_SOCKET)
-		report_connection_lost(c, NULL);
+		report_connection_lost(c, context);
 	rc = WaitLatchOrSocket(MyLatch,
 						   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
 						   sock, -1L, PG_WAIT_EXTENSION);
@@ -308,14 +320,14 @@ wait_for_socket(CjConnection *c, int events)
  *		waits interruptibly.  A broken connection is an ERROR.
  */
 static PGresult *
-get_result(CjConnection *c)
+get_result(CjConnection *c, const char *context)
 {
 	while (PQisBusy(c->conn))
 	{
-		int			rc = wait_for_socket(c, WL_SOCKET_READABLE);
+		int			rc = wait_for_socket(c, WL_SOCKET_READABLE, context);
 
 		if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(c->conn))
-			report_connection_lost(c, NULL);
+			report_connection_lost(c, context);
 	}
 	return PQgetResult(c->conn);
 }
@@ -365,7 +377,7 @@ exec_sql(CjConnection *c, const char *sql, const char *context,
 	{
 		PGresult   *res;
 
-		while ((res = get_result(c)) != NULL)
+		while ((res = get_result(c, context)) != NULL)
 		{
 			ExecStatusType status = PQresultStatus(res);
 
@@ -1625,7 +1637,7 @@ pre_commit(void)
 			continue;
 		PG_TRY();
 		{
-			while ((res = get_result(c)) != NULL)
+			while ((res = get_result(c, "commit")) != NULL)
 			{
 				if (PQresultStatus(res) != PGRES_COMMAND_OK &&
 					failed_res == NULL)
@@ -2147,7 +2159,7 @@ static void
 expect_copy_start(CjConnection *c, ExecStatusType want, const char *sql,
 				  const char *context)
 {
-	PGresult   *res = get_result(c);
+	PGresult   *res = get_result(c, context);
 
 	if (res == NULL || PQresultStatus(res) != want)
 	{
@@ -2156,7 +2168,7 @@ expect_copy_start(CjConnection *c, ExecStatusType want, const char *sql,
 		if (res == NULL || PQresultStatus(res) == PGRES_FATAL_ERROR)
 		{
 			/* drain to idle so the error leaves the connection usable */
-			while ((more = get_result(c)) != NULL)
+			while ((more = get_result(c, context)) != NULL)
 				PQclear(more);
 			c->in_flight = false;
 			report_error(ERROR, c, res, true, context, sql);
@@ -2179,7 +2191,7 @@ finish_copy(CjConnection *c, const char *sql, const char *context)
 
 	PG_TRY();
 	{
-		while ((res = get_result(c)) != NULL)
+		while ((res = get_result(c, context)) != NULL)
 		{
 			if (PQresultStatus(res) != PGRES_COMMAND_OK && failed == NULL)
 				failed = res;
@@ -2358,13 +2370,13 @@ cj_copy_rows(CjConnection *src, const char *copy_out_sql,
 
 		/* end the destination's COPY */
 		while ((r = PQputCopyEnd(dst->conn, NULL)) == 0)
-			wait_for_socket(dst, WL_SOCKET_WRITEABLE);
+			wait_for_socket(dst, WL_SOCKET_WRITEABLE, context);
 		if (r < 0)
 			report_connection_lost(dst, context);
 		while ((r = PQflush(dst->conn)) == 1)
 		{
 			int			rc = wait_for_socket(dst, WL_SOCKET_WRITEABLE |
-											 WL_SOCKET_READABLE);
+											 WL_SOCKET_READABLE, context);
 
 			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(dst->conn))
 				report_connection_lost(dst, context);

@@ -155,10 +155,15 @@ my ($out, $err);
 
 # --- a node dies while rows move ------------------------------------------------
 
+# A lock on node2's partition holds its COPY there, so that the node surely
+# dies during the move and not after it.
+my $locker = $node2->background_psql('postgres', on_error_stop => 0);
+$locker->query_safe('BEGIN; LOCK TABLE big_p2 IN ACCESS EXCLUSIVE MODE');
 start_query($session, $join);
 ok(wait_for_copies($node2, 1, 'COPY (SELECT %) TO STDOUT'),
 	'rows of node2 are moving');
 $node2->stop('immediate');
+eval { $locker->quit; };    # its session died with node2
 ($out, $err) = finish_query($session);
 is($out, '', 'node2 stopped during the move: no result');
 like($err, qr/ERROR: .*\bn2\b/, 'but an error that names node2') or diag($err);
