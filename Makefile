@@ -17,6 +17,7 @@ OBJS = \
 	src/deparse.o \
 	src/planner.o \
 	src/executor.o \
+	src/row_decode.o \
 	src/explain.o \
 	src/hints.o \
 	src/aggregates.o \

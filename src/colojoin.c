@@ -32,6 +32,7 @@ int			colojoin_broadcast_threshold = 1000000;
 int			colojoin_max_connections_per_node = 4;
 bool		colojoin_log_decisions = false;
 bool		colojoin_enable_aggregate_pushdown = true;
+bool		colojoin_binary_results = true;
 
 /* cached answer of colojoin_is_active; reset by namespace invalidations */
 typedef enum
@@ -131,6 +132,13 @@ define_settings(void)
 							 "Enables aggregation, full or partial, in the tasks of a colocated join or sharded table.",
 							 NULL,
 							 &colojoin_enable_aggregate_pushdown,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.binary_results",
+							 "Has the nodes send result rows in binary form when every column's type allows it.",
+							 "Built-in types whose binary form is exact and independent of the session's settings travel in binary; any other column makes the scan use text.",
+							 &colojoin_binary_results,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

@@ -26,6 +26,7 @@ extern int	colojoin_broadcast_threshold;
 extern int	colojoin_max_connections_per_node;
 extern bool colojoin_log_decisions;
 extern bool colojoin_enable_aggregate_pushdown;
+extern bool colojoin_binary_results;
 
 /*
  * colojoin_is_active: true when the extension is installed in the current

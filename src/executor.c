@@ -3,8 +3,10 @@
  * executor.c
  *	  Runs the tasks of a colojoin CustomScan: every task on its node, all
  *	  nodes at once, several connections per node (colojoin.
- *	  max_connections_per_node), rows streamed back one at a time in
- *	  single-row mode so memory does not grow with the result.
+ *	  max_connections_per_node), each task a cursor read in batches, the
+ *	  next batch computed while the current one is returned, so memory
+ *	  does not grow with the result.  How column values become datums
+ *	  (binary or text) is row_decode.c's.
  *
  *	  It carries out the plan it was given and never re-decides it.  The
  *	  remote transactions, cancellation on abort and error reporting with
@@ -176,20 +178,8 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 		}
 	}
 
-	/* input functions for the columns the nodes send back */
-	st->natts = desc->natts;
-	st->infuncs = palloc0(sizeof(FmgrInfo) * Max(st->natts, 1));
-	st->ioparams = palloc0(sizeof(Oid) * Max(st->natts, 1));
-	st->typmods = palloc0(sizeof(int32) * Max(st->natts, 1));
-	for (i = 0; i < st->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		Oid			infunc;
-
-		getTypeInputInfo(att->atttypid, &infunc, &st->ioparams[i]);
-		fmgr_info(infunc, &st->infuncs[i]);
-		st->typmods[i] = att->atttypmod;
-	}
+	/* how the columns the nodes send back become datums */
+	cj_decoder_init(&st->decoder, desc);
 
 	{
 		MemoryContextCallback *cb = palloc0(sizeof(MemoryContextCallback));
@@ -379,11 +369,6 @@ send_command(CjWorker *w, const char *sql, CjExecTask *task)
 }
 
 /*
- * start_task
- *		Open the task's cursor and fetch its first batch, in one round trip,
- *		closing the cursor of the connection's previous task on the way.
- */
-/*
  * execution_names
  *		sql with the plan's temporary table names made unique to this
  *		execution: the same plan may run nested in its own rows (a
@@ -412,23 +397,38 @@ execution_names(CjScanState *st, const char *sql)
 	}
 }
 
+/*
+ * open_cursor
+ *		Open the cursor of the worker's task and fetch its first batch, in
+ *		one round trip, closing the connection's previous cursor on the way.
+ */
 static void
-start_task(CjScanState *st, CjWorker *w, CjExecTask *task)
+open_cursor(CjScanState *st, CjWorker *w)
 {
-	char	   *sql = psprintf("%s%sDECLARE " CJ_CURSOR_NAME " NO SCROLL CURSOR FOR %s; "
+	char	   *sql = psprintf("%s%sDECLARE " CJ_CURSOR_NAME " %sNO SCROLL CURSOR FOR %s; "
 							   "FETCH %d FROM " CJ_CURSOR_NAME,
 							   w->begin_sql ? w->begin_sql : "",
 							   cj_conn_cursor_open(w->conn) ? "CLOSE " CJ_CURSOR_NAME "; " : "",
-							   execution_names(st, inline_params(st, task->sql)),
+							   st->decoder.binary ? "BINARY " : "",
+							   execution_names(st, inline_params(st, w->task->sql)),
 							   CJ_FETCH_SIZE);
 
-	w->task = task;
 	w->exhausted = false;
+	w->first_batch = true;
+	w->rerun_in_text = false;
 	w->begin_sql = NULL;
-	task->runs++;
 	INSTR_TIME_SET_CURRENT(w->started);
-	send_command(w, sql, task);
+	send_command(w, sql, w->task);
 	cj_conn_set_cursor_open(w->conn, true);
+}
+
+/* start task on the worker's connection */
+static void
+start_task(CjScanState *st, CjWorker *w, CjExecTask *task)
+{
+	w->task = task;
+	task->runs++;
+	open_cursor(st, w);
 }
 
 /* the first slot >= from of (server, user) not busy with another scan */
@@ -682,7 +682,7 @@ store_row(CjScanState *st, CjWorker *w)
 	int			i;
 
 	ExecClearTuple(slot);
-	for (i = 0; i < st->natts; i++)
+	for (i = 0; i < st->decoder.natts; i++)
 	{
 		if (i >= ncols || PQgetisnull(res, row, i))
 		{
@@ -691,10 +691,7 @@ store_row(CjScanState *st, CjWorker *w)
 		}
 		else
 		{
-			slot->tts_values[i] = InputFunctionCall(&st->infuncs[i],
-													PQgetvalue(res, row, i),
-													st->ioparams[i],
-													st->typmods[i]);
+			slot->tts_values[i] = cj_decode_value(&st->decoder, res, row, i);
 			slot->tts_isnull[i] = false;
 			w->task->bytes += PQgetlength(res, row, i);
 		}
@@ -702,6 +699,25 @@ store_row(CjScanState *st, CjWorker *w)
 	w->task->rows += 1;
 	MemoryContextSwitchTo(old);
 	return ExecStoreVirtualTuple(slot);
+}
+
+/*
+ * note_text_fallback
+ *		A task's first binary batch holds a column of another type than the
+ *		scan reads (a foreign table declaring another type than the remote
+ *		column's): no row of it was returned, so the task runs again with
+ *		text rows, and so does every task started from now on.
+ */
+static void
+note_text_fallback(CjScanState *st, CjWorker *w, const PGresult *res)
+{
+	if (!w->first_batch)
+		elog(ERROR, "colojoin: the column types of %s changed while its rows were read",
+			 task_context(w->task));
+	elog(DEBUG1, "colojoin: %s on node \"%s\" sent columns of other types than the scan reads; reading its rows as text",
+		 task_context(w->task), w->task->node);
+	st->decoder.binary = false;
+	w->rerun_in_text = true;
 }
 
 /*
@@ -737,6 +753,13 @@ collect_results(CjScanState *st, CjWorker *w)
 					PQclear(res);
 					break;
 				}
+				if (!cj_decoder_accepts(&st->decoder, res))
+				{
+					note_text_fallback(st, w, res);
+					PQclear(res);
+					break;
+				}
+				w->first_batch = false;
 				if (PQntuples(res) < CJ_FETCH_SIZE)
 					w->exhausted = true;
 				if (PQntuples(res) > 0 && w->pending == NULL)
@@ -789,6 +812,13 @@ advance(CjScanState *st, CjWorker *w)
 			w->batch = w->pending;
 			w->pending = NULL;
 			w->batch_row = 0;
+		}
+		if (w->rerun_in_text)
+		{
+			if (w->in_flight)
+				break;
+			open_cursor(st, w);
+			continue;
 		}
 		if (w->batch == NULL && !w->in_flight && w->exhausted)
 		{

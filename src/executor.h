@@ -13,6 +13,7 @@
 #include "portability/instr_time.h"
 
 #include "connection.h"
+#include "row_decode.h"
 
 /* one task of the plan, with what ANALYZE reports of it */
 typedef struct CjExecTask
@@ -61,6 +62,8 @@ typedef struct CjWorker
 	instr_time	started;
 	bool		in_flight;		/* a command runs on the connection */
 	bool		exhausted;		/* the cursor returned its last rows */
+	bool		first_batch;	/* no batch of the cursor arrived yet */
+	bool		rerun_in_text;	/* reopen the cursor for text rows */
 	PGresult   *batch;			/* rows being returned */
 	int			batch_row;		/* the next of them */
 	PGresult   *pending;		/* the next batch, arrived early */
@@ -103,11 +106,8 @@ typedef struct CjScanState
 	FmgrInfo   *prune_hashfuncs;
 	Oid		   *prune_collations;
 
-	/* turning text into datums */
-	int			natts;
-	FmgrInfo   *infuncs;
-	Oid		   *ioparams;
-	int32	   *typmods;
+	/* turning the nodes' column values into datums */
+	CjRowDecoder decoder;
 
 	/* execution */
 	bool		started;
