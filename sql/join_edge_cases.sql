@@ -462,6 +462,40 @@ SELECT CASE WHEN :hwm_after - :hwm_before < 32768 THEN 'bounded'
 			ELSE format('peak RSS grew by %s kB', :hwm_after - :hwm_before) END AS coordinator_memory;
 
 --
+-- A scan nested in the rows of a single-connection scan, on the same node.
+-- The outer scan's remote transaction started without exporting its
+-- snapshot; the nested scan, on a second connection, has it exported while
+-- the outer scan's next batch is in flight, and must see the same data: rows
+-- a node commits in between (through dblink) stay invisible to both.
+--
+SELECT format('host=127.0.0.1 port=%s dbname=colojoin_regress',
+			  (SELECT option_value FROM pg_options_to_table(s.srvoptions) WHERE option_name = 'port')) AS k5_node,
+	   format('%I.%I', coalesce((SELECT option_value FROM pg_options_to_table(ft.ftoptions) WHERE option_name = 'schema_name'), 'cj_edge'),
+			  coalesce((SELECT option_value FROM pg_options_to_table(ft.ftoptions) WHERE option_name = 'table_name'), c.relname)) AS k5_leaf
+FROM pg_class c JOIN pg_foreign_table ft ON ft.ftrelid = c.oid JOIN pg_foreign_server s ON s.oid = ft.ftserver
+WHERE c.oid = (SELECT tableoid FROM big2 WHERE k = 5 LIMIT 1) \gset
+CREATE FUNCTION add_row_and_count(key bigint, node text, leaf text) RETURNS bigint
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM dblink_exec(node, format('INSERT INTO %s VALUES (%s, -1)', leaf, key));
+	RETURN (SELECT count(*) FROM cj_edge.big1 JOIN cj_edge.big2 USING (k) WHERE k = key);
+END
+$$;
+EXPLAIN (COSTS OFF) SELECT v, w FROM big1 JOIN big2 USING (k) WHERE k = 5;
+SELECT count(*) AS outer_rows,
+	   array_agg(DISTINCT add_row_and_count(5, :'k5_node', :'k5_leaf')) FILTER (WHERE v = 105 AND w % 250 = 5) AS nested_counts
+FROM (SELECT v, w FROM big1 JOIN big2 USING (k) WHERE k = 5 OFFSET 0) s;
+-- the same in a transaction block, the nested scans later in the rows
+BEGIN;
+SELECT count(*) AS outer_rows,
+	   array_agg(DISTINCT add_row_and_count(5, :'k5_node', :'k5_leaf')) FILTER (WHERE v = 1905 AND w % 250 = 5) AS nested_counts
+FROM (SELECT v, w FROM big1 JOIN big2 USING (k) WHERE k = 5 OFFSET 0) s;
+SELECT count(*) AS same_snapshot_later FROM big1 JOIN big2 USING (k) WHERE k = 5;
+COMMIT;
+-- a new transaction sees the rows committed meanwhile (100 joined rows each)
+SELECT count(*) AS after FROM big1 JOIN big2 USING (k) WHERE k = 5;
+
+--
 -- Clean up, here and on the nodes.
 --
 RESET search_path;

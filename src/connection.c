@@ -119,7 +119,7 @@ static List *cj_libpq_keywords = NIL;
 static void cj_xact_callback(XactEvent event, void *arg);
 static void finish_pending_commit(CjConnection *c);
 static CjConnection *get_connection(Oid serverid, Oid userid, int slot,
-									 char **begin_sql, bool *exports_snapshot);
+									 char **begin_sql);
 static void cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								SubTransactionId parentSubid, void *arg);
 static void cj_inval_server(Datum arg, int cacheid, uint32 hashvalue);
@@ -697,6 +697,14 @@ cj_conn_set_owner(CjConnection *conn, void *owner)
 	conn->owner = owner;
 }
 
+static CjSettleHook settle_hook = NULL;
+
+void
+cj_conn_set_settle_hook(CjSettleHook hook)
+{
+	settle_hook = hook;
+}
+
 bool
 cj_conn_cursor_open(CjConnection *conn)
 {
@@ -1151,97 +1159,117 @@ snapshot_holder(CjConnection *c, bool *unknown_pending)
 }
 
 /*
+ * lazy_export
+ *		The open, healthy connection to c's node (as c's user) whose
+ *		transaction has not exported its snapshot yet, now made to export
+ *		it; NULL when there is none.  A command its owner has in flight
+ *		there (a cursor's next batch) is first read to its end by the owner.
+ */
+static CjConnection *
+lazy_export(CjConnection *c)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *other;
+	CjConnection *found = NULL;
+	PGresult   *res;
+
+	hash_seq_init(&scan, cj_connections);
+	while ((other = hash_seq_search(&scan)) != NULL)
+	{
+		if (found == NULL && other != c &&
+			other->key.serverid == c->key.serverid &&
+			other->key.userid == c->key.userid && other->xact_open &&
+			other->snapshot[0] == '\0' && !other->needs_restart &&
+			!other->doomed && !conn_is_bad(other))
+			found = other;
+	}
+	if (found == NULL)
+		return NULL;
+	if (found->in_flight && found->owner != NULL && settle_hook != NULL)
+		settle_hook(found->owner, found);
+	if (found->in_flight)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("connection %d to node \"%s\" is busy with another query",
+						found->key.slot, NameStr(found->node_name)),
+				 errdetail("Another connection to the node needs its snapshot.")));
+
+	res = exec_sql(found, "SELECT pg_catalog.pg_export_snapshot()",
+				   "snapshot export", true);
+	if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK ||
+		PQntuples(res) != 1 ||
+		strlen(PQgetvalue(res, 0, 0)) >= sizeof(found->snapshot))
+	{
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("node \"%s\" returned no exported snapshot",
+						NameStr(found->node_name))));
+	}
+	strlcpy(found->snapshot, PQgetvalue(res, 0, 0), sizeof(found->snapshot));
+	PQclear(res);
+	return found;
+}
+
+/*
  * begin_remote_xact
- *		START TRANSACTION on the node, at REPEATABLE READ or SERIALIZABLE.
- *		Slot 0 exports its snapshot when other slots may join; slots > 0
- *		import slot 0's snapshot, so all connections to one node agree.
+ *		START TRANSACTION on the node, at REPEATABLE READ or SERIALIZABLE,
+ *		in the snapshot of the node's other open transactions of this local
+ *		transaction (exported by one of them, lazily if need be), so that
+ *		all connections to one node see the same data.  The first one
+ *		exports its snapshot in the same round trip: the scans that start
+ *		transactions this way use several connections.
  */
 static void
 begin_remote_xact(CjConnection *c)
 {
 	const char *begin = begin_statement();
+	bool		pending;
+	CjConnection *source;
+	char	   *sql;
 
 	c->snapshot[0] = '\0';
+	source = snapshot_holder(c, &pending);
+	if (source == NULL && pending)
+		source = lazy_export(c);
+
 	c->xact_open = true;		/* abort processing reconciles a half start */
 	cj_xact_touched = true;
-
-	if (c->key.slot == 0)
+	if (source == NULL)
 	{
-		/*
-		 * Always exported, in the same round trip: a second connection may be
-		 * needed even with one per node (a scan nested in another one's rows,
-		 * two cursors), and it must see the same data.
-		 */
-		char	   *sql = psprintf("%s; SELECT pg_catalog.pg_export_snapshot()",
-								   begin);
-		PGresult   *res = exec_sql(c, sql, "transaction start", true);
+		PGresult   *res;
 
+		sql = psprintf("%s; SELECT pg_catalog.pg_export_snapshot()", begin);
+		res = exec_sql(c, sql, "transaction start", true);
 		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
 			PQntuples(res) == 1 &&
 			strlen(PQgetvalue(res, 0, 0)) < sizeof(c->snapshot))
 			strlcpy(c->snapshot, PQgetvalue(res, 0, 0), sizeof(c->snapshot));
 		PQclear(res);
-		pfree(sql);
 	}
 	else
 	{
-		CjConnection *first = lookup_entry(c->key.serverid, c->key.userid,
-										   0, false);
-		char	   *sql;
-
-		/*
-		 * Slot 0 may be busy streaming a task's rows: its exported snapshot
-		 * is all we need from it, and any other slot that imported it knows
-		 * it too.  Only when no open slot has it is slot 0 (re)opened.
-		 */
-		if (first == NULL || !first->xact_open || first->needs_restart ||
-			first->doomed || first->snapshot[0] == '\0' || conn_is_bad(first))
-		{
-			CjConnection *holder = snapshot_holder(c, NULL);
-
-			first = holder ? holder :
-				cj_get_connection(c->key.serverid, c->key.userid, 0);
-		}
-		if (first->snapshot[0] == '\0')
-		{
-			/* exported lazily: the setting was 1 when slot 0 began */
-			PGresult   *res = exec_sql(first,
-									   "SELECT pg_catalog.pg_export_snapshot()",
-									   "snapshot export", true);
-
-			if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK ||
-				PQntuples(res) != 1 ||
-				strlen(PQgetvalue(res, 0, 0)) >= sizeof(first->snapshot))
-			{
-				PQclear(res);
-				ereport(ERROR,
-						(errcode(ERRCODE_PROTOCOL_VIOLATION),
-						 errmsg("node \"%s\" returned no exported snapshot",
-								NameStr(first->node_name))));
-			}
-			strlcpy(first->snapshot, PQgetvalue(res, 0, 0),
-					sizeof(first->snapshot));
-			PQclear(res);
-		}
 		sql = psprintf("%s; SET TRANSACTION SNAPSHOT %s", begin,
-					   quote_literal_cstr(first->snapshot));
+					   quote_literal_cstr(source->snapshot));
 		exec_sql(c, sql, "transaction start", false);
-		pfree(sql);
-		/* it can hand the snapshot on while slot 0 is busy or restarting */
-		strlcpy(c->snapshot, first->snapshot, sizeof(c->snapshot));
+		/* it can hand the snapshot on while the source is busy */
+		strlcpy(c->snapshot, source->snapshot, sizeof(c->snapshot));
 	}
+	pfree(sql);
 }
 
 /*
  * deferred_begin
  *		The SQL that starts c's remote transaction, to be sent by the caller
- *		in front of its first command: with slot 0's snapshot export (whose
- *		result the caller hands back with cj_conn_set_snapshot), or, for
- *		another slot, importing a snapshot already known here.  false when
- *		the start needs a round trip of its own (a snapshot still to come).
+ *		in front of its first command: importing a snapshot already known
+ *		here, or with none exported (a point lookup's only connection rarely
+ *		has company; exporting costs the node a file write, so it happens
+ *		when a second connection asks, see export_snapshot).  false when the
+ *		start needs a round trip of its own (another open transaction there
+ *		has not exported its snapshot yet).
  */
 static bool
-deferred_begin(CjConnection *c, char **begin_sql, bool *exports_snapshot)
+deferred_begin(CjConnection *c, char **begin_sql)
 {
 	const char *begin = begin_statement();
 	bool		unknown_pending;
@@ -1257,10 +1285,7 @@ deferred_begin(CjConnection *c, char **begin_sql, bool *exports_snapshot)
 		strlcpy(c->snapshot, source->snapshot, sizeof(c->snapshot));
 	}
 	else
-	{
-		*begin_sql = psprintf("%s; SELECT pg_catalog.pg_export_snapshot(); ", begin);
-		*exports_snapshot = true;
-	}
+		*begin_sql = psprintf("%s; ", begin);
 	c->xact_open = true;
 	cj_xact_touched = true;
 	return true;
@@ -1296,7 +1321,7 @@ finish_pending_commit(CjConnection *c)
 CjConnection *
 cj_get_connection(Oid serverid, Oid userid, int slot)
 {
-	return get_connection(serverid, userid, slot, NULL, NULL);
+	return get_connection(serverid, userid, slot, NULL);
 }
 
 /*
@@ -1307,23 +1332,14 @@ cj_get_connection(Oid serverid, Oid userid, int slot)
  */
 CjConnection *
 cj_get_connection_deferred(Oid serverid, Oid userid, int slot,
-						   char **begin_sql, bool *exports_snapshot)
+						   char **begin_sql)
 {
 	*begin_sql = NULL;
-	*exports_snapshot = false;
-	return get_connection(serverid, userid, slot, begin_sql, exports_snapshot);
-}
-
-void
-cj_conn_set_snapshot(CjConnection *conn, const char *snapshot)
-{
-	if (strlen(snapshot) < sizeof(conn->snapshot))
-		strlcpy(conn->snapshot, snapshot, sizeof(conn->snapshot));
+	return get_connection(serverid, userid, slot, begin_sql);
 }
 
 static CjConnection *
-get_connection(Oid serverid, Oid userid, int slot, char **begin_sql,
-			   bool *exports_snapshot)
+get_connection(Oid serverid, Oid userid, int slot, char **begin_sql)
 {
 	CjConnection *c;
 	int			level;
@@ -1393,8 +1409,7 @@ get_connection(Oid serverid, Oid userid, int slot, char **begin_sql,
 		exec_sql(c, "ROLLBACK", "transaction restart", false);
 		reset_xact_state(c);
 	}
-	if (!c->xact_open && begin_sql != NULL && deferred_begin(c, begin_sql,
-															exports_snapshot))
+	if (!c->xact_open && begin_sql != NULL && deferred_begin(c, begin_sql))
 		;						/* the caller sends it with its first command */
 	else if (!c->xact_open)
 	{

@@ -32,14 +32,11 @@ extern CjConnection *cj_get_connection(Oid serverid, Oid userid, int slot);
  * cj_get_connection_deferred: the same, except that when the remote
  * transaction must start and can do so without a round trip of its own,
  * *begin_sql receives the SQL that starts it, which the caller must send in
- * front of its first command on the connection.  When *exports_snapshot,
- * that command's first result is the exported snapshot, to be handed back
- * with cj_conn_set_snapshot.
+ * front of its first command on the connection.  Such a transaction exports
+ * its snapshot only when another connection to the node needs it.
  */
 extern CjConnection *cj_get_connection_deferred(Oid serverid, Oid userid,
-												int slot, char **begin_sql,
-												bool *exports_snapshot);
-extern void cj_conn_set_snapshot(CjConnection *conn, const char *snapshot);
+												int slot, char **begin_sql);
 
 extern PGconn *cj_conn_pgconn(CjConnection *conn);
 
@@ -125,6 +122,15 @@ extern bool cj_conn_cursor_open(CjConnection *conn);
  * the owner is cleared (NULL), or the transaction ends.
  */
 extern void cj_conn_set_owner(CjConnection *conn, void *owner);
+
+/*
+ * cj_conn_set_settle_hook: how connection.c gets a connection with a
+ * command of its owner in flight back to idle, when it must run a command
+ * of its own there (exporting the snapshot a nested scan needs): the owner
+ * reads the command's results to the end and keeps them.
+ */
+typedef void (*CjSettleHook) (void *owner, CjConnection *conn);
+extern void cj_conn_set_settle_hook(CjSettleHook hook);
 extern void cj_conn_set_cursor_open(CjConnection *conn, bool open);
 
 #endif							/* COLOJOIN_CONNECTION_H */

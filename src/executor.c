@@ -619,19 +619,18 @@ start_scan(CjScanState *st)
 			w->slot = slot;
 			w->task = NULL;
 			w->begin_sql = NULL;
-			w->expect_snapshot = false;
 
 			/*
 			 * A scan with a single connection (a point lookup, say) starts
 			 * the node's remote transaction in the same round trip as its
-			 * task.  With several, rows of one connection can start another
-			 * scan (a correlated subquery) that needs this node's snapshot
-			 * before this connection has sent it back: they start it first.
+			 * task, exporting no snapshot: a scan nested in its rows that
+			 * needs one has it exported then (settle_connection).  With
+			 * several, the others import the first one's snapshot at once:
+			 * they start it first.
 			 */
 			if (n == 1)
 				w->conn = cj_get_connection_deferred(w->serverid, userid, slot,
-													 &w->begin_sql,
-													 &w->expect_snapshot);
+													 &w->begin_sql);
 			else
 				w->conn = cj_get_connection(w->serverid, userid, slot);
 			cj_conn_set_owner(w->conn, st);
@@ -744,15 +743,6 @@ collect_results(CjScanState *st, CjWorker *w)
 		switch (PQresultStatus(res))
 		{
 			case PGRES_TUPLES_OK:
-				if (w->expect_snapshot)
-				{
-					/* the remote transaction's snapshot, exported in front */
-					if (PQntuples(res) == 1 && PQnfields(res) == 1)
-						cj_conn_set_snapshot(w->conn, PQgetvalue(res, 0, 0));
-					w->expect_snapshot = false;
-					PQclear(res);
-					break;
-				}
 				if (!cj_decoder_accepts(&st->decoder, res))
 				{
 					note_text_fallback(st, w, res);
@@ -888,6 +878,48 @@ wait_for_input(CjScanState *st)
 			cj_report_remote_error(ERROR, w->conn, NULL, task_context(w->task));
 	}
 	pfree(events);
+}
+
+/*
+ * settle_connection
+ *		connection.c must run a command on conn, where a worker of this scan
+ *		has one in flight (another connection to the node needs the snapshot
+ *		of its transaction, which exports only when asked): read that
+ *		command to its end.  The batch it brings waits as the worker's next,
+ *		and the worker sends its next FETCH when it gets there.
+ */
+static void
+settle_connection(void *owner, CjConnection *conn)
+{
+	CjScanState *st = (CjScanState *) owner;
+	int			i;
+
+	for (i = 0; i < st->nworkers; i++)
+	{
+		CjWorker   *w = &st->workers[i];
+		PGconn	   *pg = cj_conn_pgconn(conn);
+
+		if (w->conn != conn)
+			continue;
+		for (;;)
+		{
+			int			rc;
+
+			collect_results(st, w);
+			if (!w->in_flight)
+				break;
+			rc = WaitLatchOrSocket(MyLatch,
+								   WL_LATCH_SET | WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH,
+								   PQsocket(pg), -1L, PG_WAIT_EXTENSION);
+			if (rc & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
+			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(pg))
+				cj_report_remote_error(ERROR, w->conn, NULL, task_context(w->task));
+		}
+	}
 }
 
 /*
@@ -1109,4 +1141,5 @@ cj_executor_init(void)
 	prev_process_utility = ProcessUtility_hook;
 	ProcessUtility_hook = cj_process_utility;
 	RegisterXactCallback(reset_write_tracking, NULL);
+	cj_conn_set_settle_hook(settle_connection);
 }

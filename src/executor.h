@@ -68,7 +68,6 @@ typedef struct CjWorker
 	int			batch_row;		/* the next of them */
 	PGresult   *pending;		/* the next batch, arrived early */
 	char	   *begin_sql;		/* remote transaction start to send first */
-	bool		expect_snapshot;	/* its exported snapshot comes back */
 } CjWorker;
 
 #define CJ_FETCH_SIZE 2000
