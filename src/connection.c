@@ -517,6 +517,9 @@ quiet_drain(PGconn *conn, TimestampTz deadline, char **errmsg_out)
 {
 	if (PQsetnonblocking(conn, 1) != 0 || !quiet_flush(conn, deadline))
 		return false;
+	/* what already arrived needs no wait (a COMMIT sent long ago, say) */
+	if (!PQconsumeInput(conn))
+		return false;
 	for (;;)
 	{
 		PGresult   *res;
