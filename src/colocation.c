@@ -119,7 +119,7 @@ static char *
 partition_label(CjTable *t, int cls)
 {
 	return psprintf("%s (%s)", table_name(t->classes[cls].partrelid),
-					t->classes[cls].bound_text);
+					cj_class_bound_text(t, cls));
 }
 
 /* append reason unless an equal sentence is already there */
@@ -761,7 +761,7 @@ cj_class_label(CjClassSpace *space, int cls)
 		int			k = CJ_MEMBER(space, cls, t);
 
 		if (k >= 0)
-			return pstrdup(space->tables[t]->classes[k].bound_text);
+			return pstrdup(cj_class_bound_text(space->tables[t], k));
 	}
 	return psprintf("class %d", cls);
 }

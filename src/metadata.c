@@ -22,9 +22,11 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/reloptions.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_foreign_data_wrapper.h"
 #include "catalog/pg_foreign_server.h"
@@ -34,6 +36,7 @@
 #include "partitioning/partbounds.h"
 #include "partitioning/partdesc.h"
 #include "utils/builtins.h"
+#include "utils/catcache.h"
 #include "utils/fmgrprotos.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -471,6 +474,8 @@ static void
 build_leaf(CjLeaf *leaf, Oid relid, TupleDesc topdesc, bool *all_foreign)
 {
 	char		relkind = get_rel_relkind(relid);
+	CatCList   *attrs;
+	int			nsystem;
 	int			i;
 
 	leaf->relid = relid;
@@ -511,24 +516,56 @@ build_leaf(CjLeaf *leaf, Oid relid, TupleDesc topdesc, bool *all_foreign)
 		p->is_replica = false;
 	}
 
-	/* Columns are matched by name: attnos of a leaf may differ from its parent's. */
+	/*
+	 * Columns are matched by name: attnos of a leaf may differ from its
+	 * parent's.  One catalog list of the leaf's attributes answers every
+	 * column (a lookup per column was most of a cold session's planning).
+	 */
 	leaf->natts = topdesc->natts;
 	leaf->remote_colnames = palloc0(sizeof(char *) * Max(topdesc->natts, 1));
+	attrs = SearchSysCacheList1(ATTNUM, ObjectIdGetDatum(relid));
+	nsystem = 0;
+	while (nsystem < attrs->n_members &&
+		   ((Form_pg_attribute) GETSTRUCT(&attrs->members[nsystem]->tuple))->attnum <= 0)
+		nsystem++;
 	for (i = 0; i < topdesc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(topdesc, i);
 		const char *name = NameStr(att->attname);
-		AttrNumber	leafattno;
+		HeapTuple	leafatt = NULL;
 		char	   *remote = NULL;
+		int			m;
 
 		if (att->attisdropped)
 			continue;
-		leafattno = get_attnum(relid, name);
-		if (leafattno != InvalidAttrNumber && relkind == RELKIND_FOREIGN_TABLE)
-			remote = option_value(GetForeignColumnOptions(relid, leafattno),
-								  "column_name");
+		/* the same attno first (members are in attno order, system ones first) */
+		for (m = 0; m < attrs->n_members; m++)
+		{
+			int			probe = (nsystem + i + m) % attrs->n_members;
+			HeapTuple	tup = &attrs->members[probe]->tuple;
+			Form_pg_attribute a = (Form_pg_attribute) GETSTRUCT(tup);
+
+			if (!a->attisdropped && a->attnum > 0 &&
+				strcmp(NameStr(a->attname), name) == 0)
+			{
+				leafatt = tup;
+				break;
+			}
+		}
+		if (leafatt != NULL && relkind == RELKIND_FOREIGN_TABLE)
+		{
+			bool		isnull;
+			Datum		options = SysCacheGetAttr(ATTNUM, leafatt,
+												  Anum_pg_attribute_attfdwoptions,
+												  &isnull);
+
+			if (!isnull)
+				remote = option_value(untransformRelOptions(options),
+									  "column_name");
+		}
 		leaf->remote_colnames[i] = pstrdup(remote ? remote : name);
 	}
+	ReleaseSysCacheList(attrs);
 }
 
 static int
@@ -711,7 +748,6 @@ build_table(Relation rel)
 		CjClass    *cls = &t->classes[c];
 		HeapTuple	tuple;
 		Datum		bounddatum;
-		Datum		textbound;
 		bool		isnull;
 		List	   *leaves = NIL;
 		int			l;
@@ -727,10 +763,7 @@ build_table(Relation rel)
 			elog(ERROR, "partition %u has no partition bound", cls->partrelid);
 		cls->bound = castNode(PartitionBoundSpec,
 							  stringToNode(TextDatumGetCString(bounddatum)));
-		/* pg_get_expr prints bounds exactly as users see them in \d+ */
-		textbound = DirectFunctionCall2(pg_get_expr, bounddatum,
-										ObjectIdGetDatum(cls->partrelid));
-		cls->bound_text = TextDatumGetCString(textbound);
+		cls->bound_text = NULL; /* cj_class_bound_text makes it when asked */
 		ReleaseSysCache(tuple);
 
 		collect_leaves(cls->partrelid, pd->is_leaf[c], c, true, &leaves, &allrels);
@@ -755,6 +788,48 @@ build_table(Relation rel)
 
 	MemoryContextSwitchTo(oldcxt);
 	return tc;
+}
+
+/*
+ * cj_class_bound_text
+ *		See metadata.h.  Made on first use and kept with the table: printing
+ *		a bound opens the partitioned table, which planning a point lookup
+ *		in a new session should not pay for every partition.
+ */
+const char *
+cj_class_bound_text(CjTable *table, int cls)
+{
+	CjClass    *c = &table->classes[cls];
+
+	if (c->bound_text == NULL)
+	{
+		CjTableCache *tc = (CjTableCache *) table;
+		HeapTuple	tuple;
+		Datum		bounddatum;
+		Datum		textbound;
+		bool		isnull;
+
+		/*
+		 * A table held after an invalidation (see cj_get_table) may name a
+		 * partition detached or dropped since: say which one it was.
+		 */
+		tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(c->partrelid));
+		if (!HeapTupleIsValid(tuple))
+			return psprintf("partition %u (dropped)", c->partrelid);
+		bounddatum = SysCacheGetAttr(RELOID, tuple, Anum_pg_class_relpartbound,
+									 &isnull);
+		if (isnull)
+		{
+			ReleaseSysCache(tuple);
+			return psprintf("partition %u (detached)", c->partrelid);
+		}
+		/* pg_get_expr prints bounds exactly as users see them in \d+ */
+		textbound = DirectFunctionCall2(pg_get_expr, bounddatum,
+										ObjectIdGetDatum(c->partrelid));
+		c->bound_text = MemoryContextStrdup(tc->cxt, TextDatumGetCString(textbound));
+		ReleaseSysCache(tuple);
+	}
+	return c->bound_text;
 }
 
 /* did an invalidation recorded during the build concern tc? */

@@ -51,7 +51,7 @@ typedef struct CjClass
 {
 	Oid			partrelid;		/* the top-level partition */
 	PartitionBoundSpec *bound;	/* its bound, as in pg_class.relpartbound */
-	char	   *bound_text;		/* e.g. "FOR VALUES WITH (modulus 16, remainder 3)" */
+	char	   *bound_text;		/* NULL until cj_class_bound_text makes it */
 	int			nleaves;
 	CjLeaf	   *leaves;			/* every leaf below this partition */
 
@@ -88,6 +88,9 @@ typedef struct CjTable
  * end), so planner code may hold it for the whole planning.
  */
 extern CjTable *cj_get_table(Oid relid);
+
+/* "FOR VALUES WITH (modulus 16, remainder 3)": class cls's bound, as \d+ shows it */
+extern const char *cj_class_bound_text(CjTable *table, int cls);
 
 /* index of the class whose top-level partition is partrelid, or -1 */
 extern int	cj_class_index(CjTable *table, Oid partrelid);

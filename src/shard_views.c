@@ -143,7 +143,7 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 					memset(nulls, 0, sizeof(nulls));
 					values[0] = ObjectIdGetDatum(t->relid);
 					values[1] = ObjectIdGetDatum(leaf->relid);
-					values[2] = CStringGetTextDatum(cls->bound_text);
+					values[2] = CStringGetTextDatum(cj_class_bound_text(t, c));
 					values[3] = Int32GetDatum(c);
 					if (leaf->nplacements == 0)
 					{
