@@ -94,9 +94,9 @@ INSERT INTO cj_bin.more SELECT * FROM cj_bin_local.more;
 ANALYZE cj_bin.vals, cj_bin.more, cj_bin_local.vals, cj_bin_local.more;
 
 -- rows_of(query, schema): the query's rows as sorted text, with search_path
--- set to the schema.  check(query): whether colojoin ran it (a
--- ColocatedJoin scan in the plan) and whether its rows equal the local
--- ones, with binary results on and off (check_rows).
+-- set to the schema.  plan_of(query): whether colojoin runs it (a
+-- ColocatedJoin scan in the plan).  check_rows(query): that, and whether
+-- its rows equal the local ones, with binary results on and off.
 CREATE FUNCTION rows_of(query text, schema text) RETURNS text[]
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -112,19 +112,26 @@ BEGIN
 	RETURN ARRAY(SELECT r FROM unnest(result) r ORDER BY r COLLATE "C");
 END
 $$;
-CREATE FUNCTION check_rows(query text, OUT plan text, OUT binary_on text, OUT binary_off text)
+CREATE FUNCTION plan_of(query text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		IF line ~ 'Custom Scan \(ColocatedJoin\)' THEN
+			RETURN 'colojoin';
+		END IF;
+	END LOOP;
+	RETURN 'not colojoin';
+END
+$$;
+CREATE FUNCTION check_rows(query text, OUT plan text, OUT binary_on text, OUT binary_off text)
+LANGUAGE plpgsql AS $$
+DECLARE
 	l text[] := rows_of(query, 'cj_bin_local');
 	s text[];
 BEGIN
-	plan := 'not colojoin';
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		IF line ~ 'Custom Scan \(ColocatedJoin\)' THEN
-			plan := 'colojoin';
-		END IF;
-	END LOOP;
+	plan := plan_of(query);
 	PERFORM set_config('colojoin.binary_results', 'on', true);
 	s := rows_of(query, 'cj_bin');
 	binary_on := CASE WHEN s = l THEN format('same (%s rows)', cardinality(s))
@@ -238,16 +245,10 @@ ANALYZE mixed_a, mixed_b;
 CREATE FUNCTION fdw_check(query text, OUT plan text, OUT result text)
 LANGUAGE plpgsql AS $$
 DECLARE
-	line text;
 	s text[];
 	f text[];
 BEGIN
-	plan := 'not colojoin';
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		IF line ~ 'Custom Scan \(ColocatedJoin\)' THEN
-			plan := 'colojoin';
-		END IF;
-	END LOOP;
+	plan := plan_of(query);
 	s := rows_of(query, 'cj_bin');
 	PERFORM set_config('colojoin.enable', 'off', true);
 	f := rows_of(query, 'cj_bin');
