@@ -16,6 +16,7 @@ OBJS = \
 	src/connection.o \
 	src/deparse.o \
 	src/planner.o \
+	src/remote_sql.o \
 	src/executor.o \
 	src/row_decode.o \
 	src/explain.o \

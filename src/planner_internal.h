@@ -1,0 +1,116 @@
+/*-------------------------------------------------------------------------
+ *
+ * planner_internal.h
+ *	  The planner's picture of a colocated group, shared by planner.c
+ *	  (which finds groups and makes their paths and plans) and remote_sql.c
+ *	  (which writes the SQL the plan sends to the nodes).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_PLANNER_INTERNAL_H
+#define COLOJOIN_PLANNER_INTERNAL_H
+
+#include "nodes/pathnodes.h"
+
+#include "colocation.h"
+#include "deparse.h"
+#include "join_group.h"
+#include "metadata.h"
+
+/* A sharded table taking part in a join */
+typedef struct CjBaseRel
+{
+	Index		rtindex;
+	Oid			relid;
+	CjTable    *table;
+	char	   *alias;			/* the query's name for it, for messages */
+	Oid			checkasuser;
+	bool	   *class_live;		/* per class of the table: survived pruning */
+	bool	  **leaf_live;		/* per class, per leaf */
+	List	   *quals;			/* its restriction clauses (Expr) */
+	List	   *remote_quals;	/* those that run on the node */
+	bool		filter_in_derived;	/* quals go into a derived table */
+
+	/*
+	 * Redistribution (DESIGN §3): a table whose rows are moved to the nodes
+	 * of the group's classes instead of being read where they are.  Moved
+	 * tables have no place in the class space (space_index -1).
+	 */
+	int			space_index;	/* its table in the group's class space */
+	int			move;			/* CJ_MOVE_* */
+	AttrNumber	move_key;		/* CJ_MOVE_REPARTITION: column hashed */
+	Oid			move_hashfn;	/* its hash support function */
+	int			move_modulus;	/* the anchor's modulus */
+	List	   *move_attnos;	/* columns the moved rows carry */
+	char	   *move_name;		/* base name of its temporary tables */
+} CjBaseRel;
+
+#define CJ_MOVE_NONE		0
+#define CJ_MOVE_PARTITIONS	1	/* partitions that refine the class, copied */
+#define CJ_MOVE_REPARTITION 2	/* rows routed by the anchor's hash function */
+#define CJ_MOVE_BROADCAST	3	/* the whole table to every task's node */
+
+/* The join tree of a colocated group, as it will be written in SQL */
+typedef struct CjJoinTree
+{
+	bool		is_base;
+	int			base;			/* index into CjJoinGroup.rels when is_base */
+	JoinType	jointype;		/* INNER, LEFT, FULL, SEMI or ANTI */
+	struct CjJoinTree *outer;
+	struct CjJoinTree *inner;
+	List	   *joinquals;		/* Expr: the join's own condition */
+	List	   *otherquals;		/* Expr: applied above an outer join */
+	List	   *remote_joinquals;	/* set by the shippability pass */
+	List	   *remote_otherquals;
+} CjJoinTree;
+
+/* One task of a group: a partition class and the node that runs it */
+typedef struct CjTask
+{
+	int			cls;
+	Oid			serverid;
+} CjTask;
+
+/*
+ * What we know about a join relation (or a single sharded table) that
+ * colojoin can run as one remote query per partition class.
+ */
+struct CjJoinGroup
+{
+	RelOptInfo *rel;
+	List	   *rels;			/* CjBaseRel * */
+	CjJoinTree *tree;
+	char	   *keys_text;		/* "o.o_orderkey = l.l_orderkey" */
+	CjClassSpace *space;
+	List	   *tasks;			/* CjTask * */
+	int			npruned;
+	int			nempty;
+	List	   *local_quals;	/* Expr run on the coordinator */
+	Oid			userid;
+	bool		trust_placement;	/* joinOptions(is_colocated_by_join_keys) */
+	List	   *hints_used;		/* CjHint * this group follows */
+	char	   *move_text;		/* what moves, for EXPLAIN, or NULL */
+};
+
+/* where the SQL of one task is being written */
+typedef struct CjSqlContext
+{
+	CjJoinGroup *g;
+	int			cls;			/* class being written */
+	Oid			serverid;		/* node it runs on */
+	CjDeparseContext dctx;
+} CjSqlContext;
+
+/* remote_sql.c */
+extern void cj_sql_context_init(CjSqlContext *sc, CjJoinGroup *g);
+extern char *cj_task_sql(CjJoinGroup *g, List *scan_vars, CjUpperSpec *spec,
+						 int cls, Oid serverid, CjSqlContext *sc);
+extern List *cj_build_moves(PlannerInfo *root, CjJoinGroup *g,
+							CjSqlContext *sc, double *rows_moved);
+extern List *cj_refining_leaves(CjJoinGroup *g, CjBaseRel *br, int c);
+extern bool cj_leaves_on_node(List *leaves, Oid serverid);
+
+/* planner.c */
+extern int	cj_class_remainder(CjJoinGroup *g, int c);
+
+#endif							/* COLOJOIN_PLANNER_INTERNAL_H */

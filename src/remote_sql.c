@@ -1,0 +1,843 @@
+/*-------------------------------------------------------------------------
+ *
+ * remote_sql.c
+ *	  The SQL a colocated plan sends to the nodes: for every task, the
+ *	  SELECT of one partition class (each table's leaves as they are named
+ *	  on the node, UNION ALL of sub-partitions, an empty relation for a
+ *	  missing partition, the temporary table of a moved table; the join
+ *	  tree with its remote conditions; grouping, ordering and limits pushed
+ *	  down), and for every move the COPY statements that fill its temporary
+ *	  tables.  Which tasks and moves there are is planner.c's decision.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/hash.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "colojoin.h"
+#include "planner_internal.h"
+
+static CjBaseRel *
+base_for_varno(CjJoinGroup *g, Index varno)
+{
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->rtindex == varno)
+			return br;
+	}
+	return NULL;
+}
+
+static const char *
+name_var(Var *var, void *arg)
+{
+	CjJoinGroup *g = (CjJoinGroup *) arg;
+	CjBaseRel  *br = base_for_varno(g, var->varno);
+
+	if (br == NULL || var->varattno <= 0 || var->varlevelsup != 0)
+		return NULL;
+	return psprintf("r%u.%s", br->rtindex,
+					cj_quote_ident(get_attname(br->relid, var->varattno, false)));
+}
+
+/* sc ready to write the tasks of g */
+void
+cj_sql_context_init(CjSqlContext *sc, CjJoinGroup *g)
+{
+	memset(sc, 0, sizeof(*sc));
+	sc->g = g;
+	sc->dctx.var_name = name_var;
+	sc->dctx.var_arg = g;
+	sc->dctx.params = NIL;
+}
+
+/* items joined by sep, or empty_text when there are none */
+static void
+append_string_list(StringInfo buf, List *items, const char *sep,
+				   const char *empty_text)
+{
+	ListCell   *lc;
+
+	if (items == NIL)
+		appendStringInfoString(buf, empty_text);
+	foreach(lc, items)
+	{
+		if (lc != list_head(items))
+			appendStringInfoString(buf, sep);
+		appendStringInfoString(buf, (char *) lfirst(lc));
+	}
+}
+
+static int
+list_index_of_expr(List *list, Expr *e)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+		if (equal(lfirst(lc), e))
+			return foreach_current_index(lc);
+	return -1;
+}
+
+static void
+append_quals(StringInfo buf, List *quals, CjSqlContext *sc)
+{
+	ListCell   *lc;
+
+	foreach(lc, quals)
+	{
+		if (lc != list_head(quals))
+			appendStringInfoString(buf, " AND ");
+		cj_deparse_expr(buf, (Expr *) lfirst(lc), &sc->dctx);
+	}
+}
+
+static char *
+quals_text(List *quals, CjSqlContext *sc)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	append_quals(&buf, quals, sc);
+	return buf.data;
+}
+
+/*
+ * leaf_select
+ *		"SELECT remote_col AS parent_col, ... FROM schema.table" for one leaf
+ *		placement, exposing the sharded table's column names.
+ */
+static void
+append_leaf_select(StringInfo buf, CjBaseRel *br, CjLeaf *leaf,
+				   CjPlacement *pl)
+{
+	Relation	rel = RelationIdGetRelation(br->relid);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			a;
+	bool		firstcol = true;
+
+	appendStringInfoString(buf, "SELECT ");
+	for (a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(buf, "%s%s AS %s", firstcol ? "" : ", ",
+						 cj_quote_ident(leaf->remote_colnames[a]),
+						 cj_quote_ident(NameStr(att->attname)));
+		firstcol = false;
+	}
+	if (firstcol)
+		appendStringInfoString(buf, "NULL");
+	appendStringInfo(buf, " FROM %s",
+					 cj_qualified_name(pl->remote_schema, pl->remote_table));
+	RelationClose(rel);
+}
+
+static bool
+leaf_names_match(CjBaseRel *br, CjLeaf *leaf)
+{
+	Relation	rel = RelationIdGetRelation(br->relid);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			a;
+	bool		match = true;
+
+	for (a = 0; a < desc->natts && match; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		if (a >= leaf->natts || leaf->remote_colnames[a] == NULL ||
+			strcmp(leaf->remote_colnames[a], NameStr(att->attname)) != 0)
+			match = false;
+	}
+	RelationClose(rel);
+	return match;
+}
+
+static CjPlacement *
+placement_on(CjLeaf *leaf, Oid serverid)
+{
+	int			i;
+
+	for (i = 0; i < leaf->nplacements; i++)
+		if (leaf->placements[i].serverid == serverid)
+			return &leaf->placements[i];
+
+	/*
+	 * Only joinOptions(is_colocated_by_join_keys='true') puts a task where
+	 * a leaf has no placement: the user vouches that the leaf's own server
+	 * reaches that node too, so its relation is read there by its name.
+	 */
+	if (leaf->nplacements > 0)
+		return &leaf->placements[0];
+	elog(ERROR, "colojoin: leaf %u has no placement on server %u",
+		 leaf->relid, serverid);
+	return NULL;				/* keep compiler quiet */
+}
+
+/* a relation with the table's columns and no rows */
+static void
+append_empty_relation(StringInfo buf, CjBaseRel *br)
+{
+	Relation	rel = RelationIdGetRelation(br->relid);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			a;
+	bool		firstcol = true;
+
+	appendStringInfoString(buf, "(SELECT ");
+	for (a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(buf, "%sNULL::%s AS %s", firstcol ? "" : ", ",
+						 cj_type_name(att->atttypid, att->atttypmod),
+						 cj_quote_ident(NameStr(att->attname)));
+		firstcol = false;
+	}
+	if (firstcol)
+		appendStringInfoString(buf, "NULL");
+	appendStringInfoString(buf, " WHERE false)");
+	RelationClose(rel);
+}
+
+/* the live leaves of a moved table whose partitions refine class c */
+List *
+cj_refining_leaves(CjJoinGroup *g, CjBaseRel *br, int c)
+{
+	List	   *leaves = NIL;
+	int			r = cj_class_remainder(g, c);
+	int			k,
+				l;
+
+	for (k = 0; k < br->table->nclasses; k++)
+	{
+		CjClass    *cls = &br->table->classes[k];
+
+		if (!br->class_live[k] || cls->bound->remainder % br->move_modulus != r)
+			continue;
+		for (l = 0; l < cls->nleaves; l++)
+			if (br->leaf_live[k][l])
+				leaves = lappend(leaves, &cls->leaves[l]);
+	}
+	return leaves;
+}
+
+static bool
+leaf_on_node(CjLeaf *leaf, Oid serverid)
+{
+	int			i;
+
+	for (i = 0; i < leaf->nplacements; i++)
+		if (leaf->placements[i].serverid == serverid)
+			return true;
+	return false;
+}
+
+bool
+cj_leaves_on_node(List *leaves, Oid serverid)
+{
+	ListCell   *lc;
+
+	foreach(lc, leaves)
+		if (!leaf_on_node(lfirst(lc), serverid))
+			return false;
+	return true;
+}
+
+/* "colojoin_move_3_2" or, per class, "colojoin_move_3_2_c5", quoted */
+static char *
+move_table_name(CjBaseRel *br, int cls)
+{
+	return psprintf("pg_temp.%s",
+					cj_quote_ident(cls < 0 ? br->move_name :
+								   psprintf("%s_c%d", br->move_name, cls)));
+}
+
+/* the moved columns, comma separated, optionally qualified */
+static char *
+moved_columns(CjBaseRel *br, const char *qualifier)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, br->move_attnos)
+		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "",
+						 qualifier ? qualifier : "",
+						 cj_quote_ident(get_attname(br->relid, lfirst_int(lc), false)));
+	if (buf.len == 0)
+		appendStringInfoString(&buf, "NULL");
+	return buf.data;
+}
+
+/*
+ * append_moved_from
+ *		The FROM item of a moved table in one task: the temporary table its
+ *		rows were moved into on this node (only this class's rows when they
+ *		were routed), or its own partitions when they already sit here.
+ */
+static void
+append_moved_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
+{
+	switch (br->move)
+	{
+		case CJ_MOVE_PARTITIONS:
+			{
+				List	   *leaves = cj_refining_leaves(sc->g, br, sc->cls);
+				ListCell   *lc;
+
+				if (leaves == NIL)
+					append_empty_relation(buf, br);
+				else if (!cj_leaves_on_node(leaves, sc->serverid))
+					appendStringInfoString(buf, move_table_name(br, sc->cls));
+				else
+				{
+					appendStringInfoChar(buf, '(');
+					foreach(lc, leaves)
+					{
+						if (lc != list_head(leaves))
+							appendStringInfoString(buf, " UNION ALL ");
+						append_leaf_select(buf, br, lfirst(lc),
+										   placement_on(lfirst(lc), sc->serverid));
+					}
+					appendStringInfoChar(buf, ')');
+				}
+				break;
+			}
+		case CJ_MOVE_REPARTITION:
+			appendStringInfo(buf, "(SELECT %s FROM %s WHERE colojoin_class = %d)",
+							 moved_columns(br, NULL), move_table_name(br, -1),
+							 cj_class_remainder(sc->g, sc->cls));
+			break;
+		case CJ_MOVE_BROADCAST:
+			appendStringInfoString(buf, move_table_name(br, -1));
+			break;
+	}
+	appendStringInfo(buf, " r%u", br->rtindex);
+}
+
+/*
+ * append_base_from
+ *		The FROM item of a sharded table for one class on one node: its leaf
+ *		there, a UNION ALL of its live leaves (multi-level partitioning), or
+ *		an empty relation when the table has no live leaf in the class.
+ */
+static void
+append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
+{
+	int			m;
+	CjClass    *cls;
+	int			nlive = 0;
+	int			l;
+
+	if (br->move != CJ_MOVE_NONE)
+	{
+		append_moved_from(buf, br, sc);
+		return;
+	}
+	m = CJ_MEMBER(sc->g->space, sc->cls, br->space_index);
+	cls = (m >= 0 && br->class_live[m]) ? &br->table->classes[m] : NULL;
+
+	if (cls)
+		for (l = 0; l < cls->nleaves; l++)
+			nlive += br->leaf_live[m][l] ? 1 : 0;
+
+	if (nlive == 1)
+	{
+		for (l = 0; l < cls->nleaves; l++)
+		{
+			CjLeaf	   *leaf;
+			CjPlacement *pl;
+
+			if (!br->leaf_live[m][l])
+				continue;
+			leaf = &cls->leaves[l];
+			pl = placement_on(leaf, sc->serverid);
+			if (leaf_names_match(br, leaf))
+				appendStringInfoString(buf,
+									   cj_qualified_name(pl->remote_schema, pl->remote_table));
+			else
+			{
+				appendStringInfoChar(buf, '(');
+				append_leaf_select(buf, br, leaf, pl);
+				appendStringInfoChar(buf, ')');
+			}
+		}
+	}
+	else if (nlive > 1)
+	{
+		bool		firstleaf = true;
+
+		appendStringInfoChar(buf, '(');
+		for (l = 0; l < cls->nleaves; l++)
+		{
+			CjLeaf	   *leaf;
+
+			if (!br->leaf_live[m][l])
+				continue;
+			leaf = &cls->leaves[l];
+			if (!firstleaf)
+				appendStringInfoString(buf, " UNION ALL ");
+			append_leaf_select(buf, br, leaf, placement_on(leaf, sc->serverid));
+			firstleaf = false;
+		}
+		appendStringInfoChar(buf, ')');
+	}
+	else
+		append_empty_relation(buf, br);
+	appendStringInfo(buf, " r%u", br->rtindex);
+}
+
+/*
+ * source_copy_sql
+ *		COPY (...) TO STDOUT reading the moved columns of leaves on one node,
+ *		filtered by the table's own conditions; for repartitioning also the
+ *		class each row hashes to under the anchor's partition function (the
+ *		remainder of PostgreSQL's hash partitioning, computed on the node),
+ *		keeping only rows of the given classes.
+ */
+static char *
+source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
+				CjSqlContext *sc)
+{
+	StringInfoData buf;
+	StringInfoData sel;
+	ListCell   *lc;
+	char	   *alias = psprintf("r%u.", br->rtindex);
+
+	initStringInfo(&sel);
+	appendStringInfo(&sel, "SELECT %s", moved_columns(br, alias));
+	if (br->move == CJ_MOVE_REPARTITION)
+	{
+		/*
+		 * The row hash of a one-column hash partition key: the support
+		 * function with the partitioning seed, plus the constant that
+		 * hash_combine64 adds to an initial 0, modulo 2^64, then the modulus.
+		 */
+		appendStringInfo(&sel,
+						 ", ((((pg_catalog.%s(r%u.%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
+						 " + 18446744073709551616::pg_catalog.numeric + 5305509591434766563::pg_catalog.numeric)"
+						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4"
+						 " AS colojoin_class",
+						 cj_quote_ident(get_func_name(br->move_hashfn)), br->rtindex,
+						 cj_quote_ident(get_attname(br->relid, br->move_key, false)),
+						 br->move_modulus);
+	}
+	appendStringInfoString(&sel, " FROM (");
+	foreach(lc, leaves)
+	{
+		if (lc != list_head(leaves))
+			appendStringInfoString(&sel, " UNION ALL ");
+		append_leaf_select(&sel, br, lfirst(lc), placement_on(lfirst(lc), serverid));
+	}
+	appendStringInfo(&sel, ") r%u", br->rtindex);
+	if (br->remote_quals || br->move == CJ_MOVE_REPARTITION)
+	{
+		List	   *conds = NIL;
+
+		if (br->remote_quals)
+			conds = lappend(conds, quals_text(br->remote_quals, sc));
+		/* a NULL key equals nothing, and the moved side is never preserved */
+		if (br->move == CJ_MOVE_REPARTITION)
+			conds = lappend(conds,
+							psprintf("(r%u.%s IS NOT NULL)", br->rtindex,
+									 cj_quote_ident(get_attname(br->relid, br->move_key, false))));
+		appendStringInfoString(&sel, " WHERE ");
+		append_string_list(&sel, conds, " AND ", "true");
+	}
+
+	initStringInfo(&buf);
+	if (br->move == CJ_MOVE_REPARTITION)
+	{
+		appendStringInfo(&buf, "COPY (SELECT * FROM (%s) s WHERE colojoin_class = ANY ('{", sel.data);
+		foreach(lc, remainders)
+			appendStringInfo(&buf, "%s%d", lc == list_head(remainders) ? "" : ",", lfirst_int(lc));
+		appendStringInfoString(&buf, "}'::pg_catalog.int4[])) TO STDOUT");
+	}
+	else
+		appendStringInfo(&buf, "COPY (%s) TO STDOUT", sel.data);
+	return buf.data;
+}
+
+/*
+ * make_move
+ *		One move: a temporary table on dest for the moved table (one class of
+ *		it when cls >= 0), filled by one COPY stream per node that holds some
+ *		of leaves (a leaf already on dest is read there, through a second
+ *		connection).
+ */
+static List *
+make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
+		  CjSqlContext *sc)
+{
+	char	   *name = move_table_name(br, cls);
+	StringInfoData create;
+	List	   *servers = NIL;
+	List	   *sources = NIL;
+	ListCell   *lc;
+
+	initStringInfo(&create);
+	appendStringInfo(&create, "CREATE TEMP TABLE %s (", name);
+	foreach(lc, br->move_attnos)
+	{
+		Oid			typid;
+		int32		typmod;
+		Oid			collid;
+
+		get_atttypetypmodcoll(br->relid, lfirst_int(lc), &typid, &typmod, &collid);
+		appendStringInfo(&create, "%s%s %s", lc == list_head(br->move_attnos) ? "" : ", ",
+						 cj_quote_ident(get_attname(br->relid, lfirst_int(lc), false)),
+						 cj_type_name(typid, typmod));
+		if (OidIsValid(collid) && collid != DEFAULT_COLLATION_OID)
+		{
+			HeapTuple	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+
+			if (HeapTupleIsValid(tup))
+			{
+				Form_pg_collation coll = (Form_pg_collation) GETSTRUCT(tup);
+
+				appendStringInfo(&create, " COLLATE %s.%s",
+								 cj_quote_ident(get_namespace_name(coll->collnamespace)),
+								 cj_quote_ident(NameStr(coll->collname)));
+				ReleaseSysCache(tup);
+			}
+		}
+	}
+	if (br->move == CJ_MOVE_REPARTITION)
+		appendStringInfo(&create, "%scolojoin_class pg_catalog.int4",
+						 br->move_attnos ? ", " : "");
+
+	/*
+	 * Dropped by the scan when it ends; ON COMMIT DROP covers a statement
+	 * that failed inside a subtransaction, whose remote transaction goes on.
+	 */
+	appendStringInfoString(&create, ") ON COMMIT DROP");
+
+	/* read each leaf where it is: on dest when it is there, else its primary */
+	foreach(lc, leaves)
+	{
+		CjLeaf	   *leaf = lfirst(lc);
+		Oid			src = leaf_on_node(leaf, dest) ? dest : leaf->placements[0].serverid;
+
+		if (!list_member_oid(servers, src))
+			servers = lappend_oid(servers, src);
+	}
+	foreach(lc, servers)
+	{
+		Oid			src = lfirst_oid(lc);
+		List	   *here = NIL;
+		ListCell   *ll;
+
+		foreach(ll, leaves)
+		{
+			CjLeaf	   *leaf = lfirst(ll);
+
+			if ((leaf_on_node(leaf, dest) ? dest : leaf->placements[0].serverid) == src)
+				here = lappend(here, leaf);
+		}
+		sources = lappend(sources,
+						  list_make2(makeInteger((int) src),
+									 makeString(source_copy_sql(br, here, src,
+																remainders, sc))));
+	}
+
+	{
+		List	   *move = NIL;
+
+		move = lappend(move, makeInteger((int) dest));
+		move = lappend(move, makeString(create.data));
+		move = lappend(move, makeString(psprintf("COPY %s (%s%s) FROM STDIN", name,
+												 moved_columns(br, NULL),
+												 br->move == CJ_MOVE_REPARTITION ?
+												 ", colojoin_class" : "")));
+		move = lappend(move, makeString(psprintf("DROP TABLE IF EXISTS %s", name)));
+		move = lappend(move, sources);
+		move = lappend(move, makeString(cls >= 0 ?
+										psprintf("%s (class %s) to %s", br->alias,
+												 cj_class_label(sc->g->space, cls),
+												 cj_node_name(dest)) :
+										psprintf("%s to %s", br->alias, cj_node_name(dest))));
+		return move;
+	}
+}
+
+/*
+ * build_moves
+ *		Every move the plan makes before its tasks, and an estimate of the
+ *		rows they carry.
+ */
+List *
+cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
+			double *rows_moved)
+{
+	List	   *moves = NIL;
+	ListCell   *lr;
+
+	*rows_moved = 0;
+	foreach(lr, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lr);
+		double		relrows;
+		List	   *all_leaves = NIL;
+		List	   *nodes = NIL;
+		ListCell   *lc;
+		int			k,
+					l;
+
+		if (br->move == CJ_MOVE_NONE)
+			continue;
+		relrows = find_base_rel(root, br->rtindex)->rows;
+		for (k = 0; k < br->table->nclasses; k++)
+			for (l = 0; l < br->table->classes[k].nleaves; l++)
+				if (br->leaf_live[k][l])
+					all_leaves = lappend(all_leaves, &br->table->classes[k].leaves[l]);
+		foreach(lc, g->tasks)
+			if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
+				nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
+
+		if (br->move == CJ_MOVE_PARTITIONS)
+		{
+			foreach(lc, g->tasks)
+			{
+				CjTask	   *task = lfirst(lc);
+				List	   *leaves = cj_refining_leaves(g, br, task->cls);
+
+				if (leaves == NIL || cj_leaves_on_node(leaves, task->serverid))
+					continue;
+				moves = lappend(moves, make_move(br, task->serverid, task->cls,
+												 leaves, NIL, sc));
+				*rows_moved += relrows * list_length(leaves) /
+					Max(list_length(all_leaves), 1);
+			}
+		}
+		else
+		{
+			foreach(lc, nodes)
+			{
+				Oid			node = lfirst_oid(lc);
+				List	   *remainders = NIL;
+				ListCell   *lt;
+
+				foreach(lt, g->tasks)
+					if (((CjTask *) lfirst(lt))->serverid == node)
+						remainders = lappend_int(remainders,
+												 cj_class_remainder(g, ((CjTask *) lfirst(lt))->cls));
+				moves = lappend(moves, make_move(br, node, -1, all_leaves,
+												 remainders, sc));
+				if (br->move == CJ_MOVE_BROADCAST)
+					*rows_moved += relrows;
+			}
+			if (br->move == CJ_MOVE_REPARTITION)
+				*rows_moved += relrows;
+		}
+	}
+	return moves;
+}
+
+/*
+ * deparse_tree
+ *		The FROM item for a join tree node.  Filters of the node's inputs go
+ *		to *scope (the WHERE of the query or subquery, or an ON clause, where
+ *		they mean the same as below the join); with no scope (sides of a
+ *		FULL JOIN) a table's filters go into a derived table around it.
+ *		check_shippable applies the same rules to decide what is remote.
+ */
+static void
+deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
+{
+	if (t->is_base)
+	{
+		CjBaseRel  *br = list_nth(sc->g->rels, t->base);
+
+		if (br->remote_quals == NIL)
+			append_base_from(buf, br, sc);
+		else if (scope != NULL)
+		{
+			append_base_from(buf, br, sc);
+			*scope = lappend(*scope, quals_text(br->remote_quals, sc));
+		}
+		else
+		{
+			appendStringInfoString(buf, "(SELECT * FROM ");
+			append_base_from(buf, br, sc);
+			appendStringInfo(buf, " WHERE %s) r%u",
+							 quals_text(br->remote_quals, sc), br->rtindex);
+		}
+		return;
+	}
+
+	switch (t->jointype)
+	{
+		case JOIN_INNER:
+			{
+				List	   *on = NIL;
+				List	  **childscope = scope ? scope : &on;
+
+				appendStringInfoChar(buf, '(');
+				deparse_tree(buf, t->outer, childscope, sc);
+				appendStringInfoString(buf, " INNER JOIN ");
+				deparse_tree(buf, t->inner, childscope, sc);
+				if (t->remote_joinquals)
+					on = lappend(on, quals_text(t->remote_joinquals, sc));
+				appendStringInfoString(buf, " ON (");
+				append_string_list(buf, on, " AND ", "true");
+				appendStringInfoString(buf, "))");
+				break;
+			}
+		case JOIN_LEFT:
+		case JOIN_FULL:
+			{
+				List	   *on = NIL;
+
+				appendStringInfoChar(buf, '(');
+				deparse_tree(buf, t->outer,
+							 t->jointype == JOIN_LEFT ? scope : NULL, sc);
+				appendStringInfoString(buf, t->jointype == JOIN_LEFT ?
+									   " LEFT JOIN " : " FULL JOIN ");
+				deparse_tree(buf, t->inner,
+							 t->jointype == JOIN_LEFT ? &on : NULL, sc);
+				if (t->remote_joinquals)
+					on = lcons(quals_text(t->remote_joinquals, sc), on);
+				appendStringInfoString(buf, " ON (");
+				append_string_list(buf, on, " AND ", "true");
+				appendStringInfoString(buf, "))");
+				if (t->remote_otherquals)
+				{
+					Assert(scope != NULL);
+					*scope = lappend(*scope, quals_text(t->remote_otherquals, sc));
+				}
+				break;
+			}
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			{
+				List	   *where = NIL;
+				StringInfoData sub;
+
+				Assert(scope != NULL);
+				deparse_tree(buf, t->outer, scope, sc);
+				initStringInfo(&sub);
+				appendStringInfoString(&sub, t->jointype == JOIN_ANTI ?
+									   "NOT EXISTS (SELECT NULL FROM " :
+									   "EXISTS (SELECT NULL FROM ");
+				deparse_tree(&sub, t->inner, &where, sc);
+				if (t->remote_joinquals)
+					where = lappend(where, quals_text(t->remote_joinquals, sc));
+				if (where)
+				{
+					appendStringInfoString(&sub, " WHERE ");
+					append_string_list(&sub, where, " AND ", "true");
+				}
+				appendStringInfoChar(&sub, ')');
+				*scope = lappend(*scope, sub.data);
+				if (t->remote_otherquals)
+					*scope = lappend(*scope, quals_text(t->remote_otherquals, sc));
+				break;
+			}
+		default:
+			elog(ERROR, "colojoin: unexpected join type %d", (int) t->jointype);
+	}
+}
+
+char *
+cj_task_sql(CjJoinGroup *g, List *scan_vars, CjUpperSpec *spec, int cls,
+		 Oid serverid, CjSqlContext *sc)
+{
+	StringInfoData buf;
+	StringInfoData from;
+	List	   *where = NIL;
+	ListCell   *lc;
+
+	sc->cls = cls;
+	sc->serverid = serverid;
+
+	initStringInfo(&from);
+	deparse_tree(&from, g->tree, &where, sc);
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "SELECT ");
+	if (scan_vars == NIL)
+		appendStringInfoString(&buf, "NULL");
+	foreach(lc, scan_vars)
+	{
+		if (lc != list_head(scan_vars))
+			appendStringInfoString(&buf, ", ");
+		cj_deparse_expr(&buf, (Expr *) lfirst(lc), &sc->dctx);
+	}
+	appendStringInfo(&buf, " FROM %s", from.data);
+	if (where)
+	{
+		appendStringInfoString(&buf, " WHERE ");
+		append_string_list(&buf, where, " AND ", "true");
+	}
+	if (spec && spec->ngroup > 0)
+	{
+		int			i;
+
+		/* by position: the items are written once, in the select list */
+		appendStringInfoString(&buf, " GROUP BY ");
+		for (i = 1; i <= spec->ngroup; i++)
+			appendStringInfo(&buf, "%s%d", i > 1 ? ", " : "", i);
+	}
+	if (spec && spec->having)
+	{
+		appendStringInfoString(&buf, " HAVING ");
+		append_quals(&buf, spec->having, sc);
+	}
+	if (spec && spec->order_exprs)
+	{
+		ListCell   *le,
+				   *lo,
+				   *ln;
+
+		appendStringInfoString(&buf, " ORDER BY ");
+		forthree(le, spec->order_exprs, lo, spec->order_ops, ln, spec->order_nulls_first)
+		{
+			Expr	   *e = (Expr *) lfirst(le);
+			TypeCacheEntry *tc = lookup_type_cache(exprType((Node *) e), TYPECACHE_LT_OPR);
+			int			pos = list_member(spec->remote_exprs, e) ?
+				list_index_of_expr(spec->remote_exprs, e) + 1 : 0;
+
+			if (le != list_head(spec->order_exprs))
+				appendStringInfoString(&buf, ", ");
+			if (pos > 0)
+				appendStringInfo(&buf, "%d", pos);
+			else
+				cj_deparse_expr(&buf, e, &sc->dctx);
+			appendStringInfo(&buf, "%s%s",
+							 lfirst_oid(lo) == tc->lt_opr ? " ASC" : " DESC",
+							 lfirst_int(ln) ? " NULLS FIRST" : " NULLS LAST");
+		}
+	}
+	if (spec && spec->limit >= 0)
+	{
+		if (spec->with_ties)
+			appendStringInfo(&buf, " FETCH FIRST %.0f ROWS WITH TIES", spec->limit);
+		else
+			appendStringInfo(&buf, " LIMIT %.0f", spec->limit);
+	}
+	return buf.data;
+}
