@@ -409,7 +409,9 @@ open_cursor(CjScanState *st, CjWorker *w)
 							   "FETCH %d FROM " CJ_CURSOR_NAME,
 							   w->begin_sql ? w->begin_sql : "",
 							   cj_conn_cursor_open(w->conn) ? "CLOSE " CJ_CURSOR_NAME "; " : "",
-							   st->decoder.binary ? "BINARY " : "",
+							   st->decoder.binary &&
+							   cj_node_binary_compatible(cj_conn_pgconn(w->conn)) ?
+							   "BINARY " : "",
 							   execution_names(st, inline_params(st, w->task->sql)),
 							   CJ_FETCH_SIZE);
 

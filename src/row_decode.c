@@ -17,6 +17,9 @@
  *	  make the scan use text: their binary forms carry type OIDs or are
  *	  converted from the session's client encoding.
  *
+ *	  A node built without integer datetimes (possible before PostgreSQL
+ *	  10) is always read in text.
+ *
  *	  A foreign table may declare a column with another type than the
  *	  remote one (postgres_fdw converts through text).  The binary rows of
  *	  such a column cannot be read as the local type, so every binary
@@ -135,6 +138,20 @@ cj_decoder_init(CjRowDecoder *d, TupleDesc desc)
 		else
 			d->binary = false;
 	}
+}
+
+/*
+ * cj_node_binary_compatible
+ *		Whether conn's node writes the binary forms this server reads.  Only
+ *		date and time types ever differed: a server built without integer
+ *		datetimes (possible before PostgreSQL 10) sends them as floats.
+ */
+bool
+cj_node_binary_compatible(PGconn *conn)
+{
+	const char *integer_datetimes = PQparameterStatus(conn, "integer_datetimes");
+
+	return integer_datetimes != NULL && strcmp(integer_datetimes, "on") == 0;
 }
 
 /*
