@@ -14,6 +14,8 @@
 
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
+
 #define COLOJOIN_SCHEMA "colojoin"
 #define COLOJOIN_CUSTOM_SCAN_NAME "ColocatedJoin"
 
@@ -35,6 +37,9 @@ extern bool colojoin_binary_results;
  * reset by syscache invalidation.
  */
 extern bool colojoin_is_active(void);
+
+/* the value of option name in a list of DefElem, or NULL */
+extern char *cj_option_value(List *options, const char *name);
 
 /* Module initialisation of the files that register hooks or callbacks */
 extern void cj_metadata_init(void);

@@ -803,21 +803,6 @@ is_libpq_keyword(const char *name)
 	return false;
 }
 
-static char *
-option_value(List *options, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, options)
-	{
-		DefElem    *d = (DefElem *) lfirst(lc);
-
-		if (strcmp(d->defname, name) == 0)
-			return defGetString(d);
-	}
-	return NULL;
-}
-
 /*
  * cj_server_address
  *		"host=... port=..." of a server for messages, with libpq's defaults
@@ -827,9 +812,9 @@ char *
 cj_server_address(Oid serverid)
 {
 	ForeignServer *server = GetForeignServer(serverid);
-	char	   *host = option_value(server->options, "host");
-	char	   *hostaddr = option_value(server->options, "hostaddr");
-	char	   *port = option_value(server->options, "port");
+	char	   *host = cj_option_value(server->options, "host");
+	char	   *hostaddr = cj_option_value(server->options, "hostaddr");
+	char	   *port = cj_option_value(server->options, "port");
 
 	if (host == NULL && hostaddr == NULL)
 	{
@@ -956,7 +941,7 @@ connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
 
 	if (check_password)
 	{
-		const char *password = option_value(um->options, "password");
+		const char *password = cj_option_value(um->options, "password");
 
 		if (password == NULL || password[0] == '\0')
 			ereport(ERROR,

@@ -416,22 +416,6 @@ cj_replicas_relid(void)
  * ----------------------------------------------------------------
  */
 
-/* value of option name in a list of DefElem, or NULL */
-static char *
-option_value(List *options, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, options)
-	{
-		DefElem    *def = (DefElem *) lfirst(lc);
-
-		if (strcmp(def->defname, name) == 0)
-			return defGetString(def);
-	}
-	return NULL;
-}
-
 /*
  * Append every leaf below partition relid (relid itself when it is a leaf)
  * to *leaves, and the position of every relation of that subtree in class
@@ -490,8 +474,8 @@ build_leaf(CjLeaf *leaf, Oid relid, TupleDesc topdesc, bool *all_foreign)
 		if (cj_is_postgres_fdw_server(ft->serverid))
 		{
 			CjPlacement *p = &leaf->placements[0];
-			char	   *schema = option_value(ft->options, "schema_name");
-			char	   *table = option_value(ft->options, "table_name");
+			char	   *schema = cj_option_value(ft->options, "schema_name");
+			char	   *table = cj_option_value(ft->options, "table_name");
 
 			leaf->is_foreign = true;
 			leaf->nplacements = 1;
@@ -560,7 +544,7 @@ build_leaf(CjLeaf *leaf, Oid relid, TupleDesc topdesc, bool *all_foreign)
 												  &isnull);
 
 			if (!isnull)
-				remote = option_value(untransformRelOptions(options),
+				remote = cj_option_value(untransformRelOptions(options),
 									  "column_name");
 		}
 		leaf->remote_colnames[i] = pstrdup(remote ? remote : name);

@@ -854,6 +854,93 @@ copy_rels(List *rels)
 	return result;
 }
 
+/* the number of nodes the group's tasks run on (at least 1) */
+static int
+task_node_count(CjJoinGroup *g)
+{
+	List	   *nodes = NIL;
+	ListCell   *lc;
+
+	foreach(lc, g->tasks)
+		nodes = list_append_unique_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
+	return Max(list_length(nodes), 1);
+}
+
+/* the rows the group's tables hold after their own conditions */
+static double
+group_input_rows(PlannerInfo *root, CjJoinGroup *g)
+{
+	double		rows = 0;
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+		rows += find_base_rel(root, ((CjBaseRel *) lfirst(lc))->rtindex)->rows;
+	return rows;
+}
+
+/*
+ * new_scan_path
+ *		A ColocatedJoin path with the given target, size and costs.  ExecScan
+ *		projects for it: no Result node goes on top.
+ */
+static Path *
+new_scan_path(RelOptInfo *parent, PathTarget *target, double rows,
+			  Cost startup, Cost total, List *private)
+{
+	CustomPath *cpath = makeNode(CustomPath);
+
+	cpath->path.pathtype = T_CustomScan;
+	cpath->path.parent = parent;
+	cpath->path.pathtarget = target;
+	cpath->path.param_info = NULL;
+	cpath->path.parallel_aware = false;
+	cpath->path.parallel_safe = false;
+	cpath->path.parallel_workers = 0;
+	cpath->path.rows = rows;
+	cpath->path.startup_cost = startup;
+	cpath->path.total_cost = total;
+	cpath->path.pathkeys = NIL;
+	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
+	cpath->custom_paths = NIL;
+	cpath->custom_private = private;
+	cpath->methods = &cj_path_methods;
+	return (Path *) cpath;
+}
+
+/*
+ * split_join_clauses
+ *		The join's own conditions (joinquals) and, for an outer join, those
+ *		applied above it (otherquals).  false, with the reason, for a
+ *		condition that does not depend on the join's rows (PostgreSQL
+ *		evaluates it once, as a gating qual).
+ */
+static bool
+split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
+				   JoinPathExtraData *extra, List **joinquals,
+				   List **otherquals, List **reasons)
+{
+	ListCell   *lc;
+
+	foreach(lc, extra->restrictlist)
+	{
+		if (lfirst_node(RestrictInfo, lc)->pseudoconstant)
+		{
+			*reasons = lappend(*reasons,
+							   pstrdup("the join has a condition that does not depend on its rows"));
+			return false;
+		}
+	}
+	if (jointype == JOIN_INNER || jointype == JOIN_SEMI)
+	{
+		foreach(lc, extra->restrictlist)
+			*joinquals = lappend(*joinquals, lfirst_node(RestrictInfo, lc)->clause);
+	}
+	else
+		extract_actual_join_clauses(extra->restrictlist, joinrel->relids,
+									joinquals, otherquals);
+	return true;
+}
+
 /*
  * try_colocated_join
  *		The colocated group for joinrel built from outerrel and innerrel, or
@@ -894,25 +981,9 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	if (og == NULL || ig == NULL)
 		return NULL;
 
-	foreach(lc, extra->restrictlist)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
-		if (rinfo->pseudoconstant)
-		{
-			*reasons = lappend(*reasons,
-							   pstrdup("the join has a condition that does not depend on its rows"));
-			return NULL;
-		}
-	}
-	if (jointype == JOIN_INNER || jointype == JOIN_SEMI)
-	{
-		foreach(lc, extra->restrictlist)
-			joinquals = lappend(joinquals, lfirst_node(RestrictInfo, lc)->clause);
-	}
-	else
-		extract_actual_join_clauses(extra->restrictlist, joinrel->relids,
-									&joinquals, &otherquals);
+	if (!split_join_clauses(joinrel, jointype, extra, &joinquals, &otherquals,
+							reasons))
+		return NULL;
 
 	g = palloc0(sizeof(CjJoinGroup));
 	g->rel = joinrel;
@@ -1082,16 +1153,9 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 	int			mbmod = single_modulus(mb->table);
 	bool		ec_ok = (jointype == JOIN_INNER || jointype == JOIN_SEMI);
 	List	   *ignored = NIL;
-	int			nnodes = 0;
-	List	   *nodes = NIL;
-	ListCell   *lc;
+	int			nnodes = task_node_count(ag);
 	int			p;
 	double		repartition_rows = -1;
-
-	foreach(lc, ag->tasks)
-		if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
-			nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
-	nnodes = Max(list_length(nodes), 1);
 
 	/* moved rows are read with COPY, which takes no parameters */
 	if (contains_param_walker((Node *) mb->quals, NULL))
@@ -1216,7 +1280,6 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 {
 	List	   *joinquals = NIL;
 	List	   *otherquals = NIL;
-	ListCell   *lc;
 	int			attempt;
 	CjJoinGroup *best = NULL;
 	double		best_moved = 0;
@@ -1245,17 +1308,9 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 									joinrel_names(root, must_move)));
 		return NULL;
 	}
-	foreach(lc, extra->restrictlist)
-		if (lfirst_node(RestrictInfo, lc)->pseudoconstant)
-			return NULL;
-	if (jointype == JOIN_INNER || jointype == JOIN_SEMI)
-	{
-		foreach(lc, extra->restrictlist)
-			joinquals = lappend(joinquals, lfirst_node(RestrictInfo, lc)->clause);
-	}
-	else
-		extract_actual_join_clauses(extra->restrictlist, joinrel->relids,
-									&joinquals, &otherquals);
+	if (!split_join_clauses(joinrel, jointype, extra, &joinquals, &otherquals,
+							reasons))
+		return NULL;
 
 	/* the side that moves must not be preserved by the join */
 	for (attempt = 0; attempt < 2; attempt++)
@@ -1362,32 +1417,16 @@ static void
 add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
 				   bool forced)
 {
-	CustomPath *cpath = makeNode(CustomPath);
-	double		input_rows = 0;
-	int			nnodes = 0;
-	List	   *nodes = NIL;
+	double		input_rows = group_input_rows(root, g);
+	int			nnodes = task_node_count(g);
 	ListCell   *lc;
 	double		rows = joinrel->rows;
 	int			width = joinrel->reltarget->width;
 	Cost		startup;
 	Cost		remote;
 	Cost		transfer;
+	Cost		total;
 	QualCost	local_cost;
-
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-
-		input_rows += find_base_rel(root, br->rtindex)->rows;
-	}
-	foreach(lc, g->tasks)
-	{
-		CjTask	   *task = lfirst(lc);
-
-		if (!list_member_oid(nodes, task->serverid))
-			nodes = lappend_oid(nodes, task->serverid);
-	}
-	nnodes = Max(list_length(nodes), 1);
 
 	startup = 100.0 + 0.5 * list_length(g->tasks);
 	/* moved rows cross the network twice and are written on the node */
@@ -1408,31 +1447,17 @@ add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
 	transfer = rows * (cpu_tuple_cost + width * 0.0001);
 	cost_qual_eval(&local_cost, g->local_quals, root);
 
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parent = joinrel;
-	cpath->path.pathtarget = joinrel->reltarget;
-	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
-	cpath->path.rows = rows;
-	cpath->path.startup_cost = startup;
-	cpath->path.total_cost = startup + remote + transfer +
+	total = startup + remote + transfer +
 		local_cost.startup + local_cost.per_tuple * rows;
 	if (forced)
 	{
 		/* a hint asked for it: nothing else may look cheaper */
-		cpath->path.startup_cost = 0;
-		cpath->path.total_cost = 0;
+		startup = 0;
+		total = 0;
 	}
-	cpath->path.pathkeys = NIL;
-	/* ExecScan projects for us: no Result node on top */
-	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	cpath->custom_paths = NIL;
-	cpath->custom_private = NIL;
-	cpath->methods = &cj_path_methods;
-
-	add_path(joinrel, (Path *) cpath);
+	/* the group is found again from joinrel (custom_private stays NIL) */
+	add_path(joinrel, new_scan_path(joinrel, joinrel->reltarget, rows,
+									startup, total, NIL));
 }
 
 /* the names of a join relation's base relations, for the decision log */
@@ -2020,23 +2045,10 @@ Path *
 cj_make_upper_path(PlannerInfo *root, RelOptInfo *parent, CjJoinGroup *g,
 				   PathTarget *target, CjUpperSpec *spec, double rows)
 {
-	CustomPath *cpath = makeNode(CustomPath);
-	double		input_rows = 0;
-	List	   *nodes = NIL;
-	ListCell   *lc;
+	double		input_rows = group_input_rows(root, g);
 	Cost		startup;
 	Cost		remote;
 	Cost		transfer;
-
-	foreach(lc, g->rels)
-		input_rows += find_base_rel(root, ((CjBaseRel *) lfirst(lc))->rtindex)->rows;
-	foreach(lc, g->tasks)
-	{
-		CjTask	   *task = lfirst(lc);
-
-		if (!list_member_oid(nodes, task->serverid))
-			nodes = lappend_oid(nodes, task->serverid);
-	}
 
 	/*
 	 * The nodes scan, join and aggregate at once, the join costed as for the
@@ -2046,26 +2058,12 @@ cj_make_upper_path(PlannerInfo *root, RelOptInfo *parent, CjJoinGroup *g,
 	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
 			  g->rel->rows * cpu_tuple_cost +
 			  g->rel->rows * cpu_operator_cost * list_length(spec->remote_exprs)) /
-		Max(list_length(nodes), 1);
+		task_node_count(g);
 	transfer = rows * (cpu_tuple_cost + target->width * 0.0001);
 
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parent = parent;
-	cpath->path.pathtarget = target;
-	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
-	cpath->path.rows = rows;
-	cpath->path.startup_cost = startup + remote;
-	cpath->path.total_cost = startup + remote + transfer;
-	cpath->path.pathkeys = NIL;
-	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	cpath->custom_paths = NIL;
 	/* paths are never copied: plain pointers, read by cj_plan_custom_path */
-	cpath->custom_private = list_make2(g, spec);
-	cpath->methods = &cj_path_methods;
-	return (Path *) cpath;
+	return new_scan_path(parent, target, rows, startup + remote,
+						 startup + remote + transfer, list_make2(g, spec));
 }
 
 /*
@@ -2079,7 +2077,6 @@ static double
 moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br)
 {
 	double		rows = find_base_rel(root, br->rtindex)->rows;
-	List	   *nodes = NIL;
 	ListCell   *lc;
 
 	switch (br->move)
@@ -2087,10 +2084,7 @@ moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br)
 		case CJ_MOVE_REPARTITION:
 			return rows;
 		case CJ_MOVE_BROADCAST:
-			foreach(lc, g->tasks)
-				if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
-					nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
-			return rows * Max(list_length(nodes), 1);
+			return rows * task_node_count(g);
 		case CJ_MOVE_PARTITIONS:
 			{
 				int			nlive = 0;
