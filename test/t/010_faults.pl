@@ -1,7 +1,8 @@
 # test/t/010_faults.pl -- colocated joins when things go wrong: a node down
 # before a query, a node killed while its tasks run, statement_timeout,
 # pg_cancel_backend (also inside a transaction with a savepoint) and a
-# coordinator backend terminated mid-query.  Every failure must be a clear
+# coordinator backend terminated mid-query; and a node held by a lock does
+# not keep the other node's tasks from running.  Every failure must be a clear
 # error naming the node (and, for a task, its partition class), must leave
 # no remote query running, and must leave the coordinator session usable.
 
@@ -269,6 +270,31 @@ ok( $node1->poll_query_until(
 $session->quit;
 
 is($coord->safe_psql('postgres', $small), $expected, 'a new session joins as before');
+
+# --- every node at once -------------------------------------------------------
+
+# A lock on n1's shards holds its tasks there; n2's tasks must run anyway
+# (a scan that waited for n1's rows before sending n2 its tasks never would).
+my $locker = $node1->background_psql('postgres', on_error_stop => 0);
+$locker->query_safe('BEGIN; LOCK TABLE s_a_p0, s_a_p2 IN ACCESS EXCLUSIVE MODE');
+$session = $coord->background_psql('postgres', on_error_stop => 0);
+start_statement($small);
+ok( $node1->poll_query_until(
+		'postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'colojoin' "
+		  . "AND wait_event_type = 'Lock' AND query LIKE '%s_a_p%'"),
+	'at once: the tasks on n1 wait for the lock');
+ok( $node2->poll_query_until(
+		'postgres',
+		"SELECT count(*) >= 2 FROM pg_stat_activity WHERE application_name = 'colojoin' "
+		  . "AND xact_start IS NOT NULL AND query LIKE '%s_a_p%'"),
+	'at once: both tasks on n2 were sent meanwhile');
+$locker->query_safe('COMMIT');
+$locker->quit;
+($bout, $berr) = finish_statement();
+chomp $bout if defined $bout;
+is($bout, $expected, 'at once: the join is right once n1 is free') or diag($berr);
+$session->quit;
 
 $coord->stop;
 $node1->stop;
