@@ -702,6 +702,20 @@ cj_conn_set_owner(CjConnection *conn, void *owner)
 
 static CjSettleHook settle_hook = NULL;
 
+/*
+ * cj_conn_await_input
+ *		See connection.h: sleep until conn's node sends something (or an
+ *		interrupt arrives) and take it in.
+ */
+void
+cj_conn_await_input(CjConnection *conn, const char *context)
+{
+	int			rc = wait_for_socket(conn, WL_SOCKET_READABLE, context);
+
+	if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn->conn))
+		report_error(ERROR, conn, NULL, false, context, NULL);
+}
+
 void
 cj_conn_set_settle_hook(CjSettleHook hook)
 {

@@ -130,6 +130,13 @@ extern void cj_conn_set_owner(CjConnection *conn, void *owner);
  * reads the command's results to the end and keeps them.
  */
 typedef void (*CjSettleHook) (void *owner, CjConnection *conn);
+
+/*
+ * cj_conn_await_input: sleep, interruptibly, until conn's node sends
+ * something, and take it in (PQconsumeInput); a broken connection is an
+ * ERROR naming the node and context.
+ */
+extern void cj_conn_await_input(CjConnection *conn, const char *context);
 extern void cj_conn_set_settle_hook(CjSettleHook hook);
 extern void cj_conn_set_cursor_open(CjConnection *conn, bool open);
 

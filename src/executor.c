@@ -899,27 +899,15 @@ settle_connection(void *owner, CjConnection *conn)
 	for (i = 0; i < st->nworkers; i++)
 	{
 		CjWorker   *w = &st->workers[i];
-		PGconn	   *pg = cj_conn_pgconn(conn);
 
 		if (w->conn != conn)
 			continue;
 		for (;;)
 		{
-			int			rc;
-
 			collect_results(st, w);
 			if (!w->in_flight)
 				break;
-			rc = WaitLatchOrSocket(MyLatch,
-								   WL_LATCH_SET | WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH,
-								   PQsocket(pg), -1L, PG_WAIT_EXTENSION);
-			if (rc & WL_LATCH_SET)
-			{
-				ResetLatch(MyLatch);
-				CHECK_FOR_INTERRUPTS();
-			}
-			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(pg))
-				cj_report_remote_error(ERROR, w->conn, NULL, task_context(w->task));
+			cj_conn_await_input(conn, task_context(w->task));
 		}
 	}
 }
