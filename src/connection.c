@@ -1235,20 +1235,6 @@ begin_remote_xact(CjConnection *c)
 	if (source == NULL && pending)
 		source = lazy_export(c);
 
-	/*
-	 * Slot 0 is where a node's snapshot comes from (a subtransaction abort
-	 * that restarts it restarts the slots that share it): a later slot
-	 * opening first starts slot 0 too.
-	 */
-	if (source == NULL && c->key.slot > 0)
-	{
-		CjConnection *first = cj_get_connection(c->key.serverid,
-												c->key.userid, 0);
-
-		if (first->snapshot[0] != '\0')
-			source = first;
-	}
-
 	c->xact_open = true;		/* abort processing reconciles a half start */
 	cj_xact_touched = true;
 	if (source == NULL)
@@ -1280,7 +1266,7 @@ begin_remote_xact(CjConnection *c)
  *		in front of its first command: importing a snapshot already known
  *		here, or with none exported (a point lookup's only connection rarely
  *		has company; exporting costs the node a file write, so it happens
- *		when a second connection asks, see lazy_export).  false when the
+ *		when a second connection asks, see export_snapshot).  false when the
  *		start needs a round trip of its own (another open transaction there
  *		has not exported its snapshot yet).
  */
