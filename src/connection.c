@@ -86,7 +86,8 @@ struct CjConnection
 	bool		doomed;			/* lost changes the local transaction kept */
 	bool		committed;		/* COMMIT succeeded during pre-commit */
 	bool		undo_done;		/* undo SQL already run after a failed commit */
-	char		snapshot[64];	/* slot 0: exported snapshot, "" when none */
+	char		snapshot[64];	/* the transaction's snapshot name, "" when none */
+	bool		exported;		/* that snapshot was exported here */
 	int			write_min_level;	/* lowest nest level with durable writes */
 	int			write_max_level;	/* highest one; 0 when no writes */
 	List	   *undo;			/* of CjUndo, newest first, TopTransactionContext */
@@ -1098,6 +1099,7 @@ reset_xact_state(CjConnection *c)
 	c->committed = false;
 	c->undo_done = false;
 	c->snapshot[0] = '\0';
+	c->exported = false;
 	c->write_min_level = 0;
 	c->write_max_level = 0;
 	c->undo = NIL;
@@ -1209,6 +1211,7 @@ lazy_export(CjConnection *c)
 						NameStr(found->node_name))));
 	}
 	strlcpy(found->snapshot, PQgetvalue(res, 0, 0), sizeof(found->snapshot));
+	found->exported = true;
 	PQclear(res);
 	return found;
 }
@@ -1246,7 +1249,10 @@ begin_remote_xact(CjConnection *c)
 		if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
 			PQntuples(res) == 1 &&
 			strlen(PQgetvalue(res, 0, 0)) < sizeof(c->snapshot))
+		{
 			strlcpy(c->snapshot, PQgetvalue(res, 0, 0), sizeof(c->snapshot));
+			c->exported = true;
+		}
 		PQclear(res);
 	}
 	else
@@ -1960,14 +1966,15 @@ subxact_commit(int level)
 /*
  * subxact_abort_one
  *		Bring one connection's remote transaction back to the state it had
- *		when subtransaction level began.  Returns true when the remote
- *		transaction of slot 0 was lost or must restart, so that the other
- *		slots (which share its snapshot) restart too.  Never throws.
+ *		when subtransaction level began.  Returns true when a remote
+ *		transaction that exported its snapshot was lost or must restart, so
+ *		that the connections that imported it restart too.  Never throws.
  */
 static bool
 subxact_abort_one(CjConnection *c, int level)
 {
 	bool		outer_writes = c->write_min_level > 0 && c->write_min_level < level;
+	bool		exporter = c->exported; /* before a reset forgets it */
 	PGTransactionStatusType status;
 
 	if (!c->xact_open)
@@ -1983,7 +1990,7 @@ subxact_abort_one(CjConnection *c, int level)
 		else
 		{
 			reset_xact_state(c);
-			return c->key.slot == 0;
+			return exporter;
 		}
 		return false;
 	}
@@ -1998,7 +2005,7 @@ subxact_abort_one(CjConnection *c, int level)
 			c->doomed = true;
 		else
 			reset_xact_state(c);
-		return c->key.slot == 0;
+		return exporter;
 	}
 	if (status != PQTRANS_INTRANS && status != PQTRANS_INERROR)
 	{
@@ -2007,7 +2014,7 @@ subxact_abort_one(CjConnection *c, int level)
 			c->doomed = true;
 		else
 			reset_xact_state(c);
-		return c->key.slot == 0;
+		return exporter;
 	}
 
 	/* healthy and nothing of this level to undo: the aborted work was reads */
@@ -2020,7 +2027,7 @@ subxact_abort_one(CjConnection *c, int level)
 	if (!outer_writes)
 	{
 		mark_restart(c, level);
-		return c->key.slot == 0;
+		return exporter;
 	}
 
 	/* keep the enclosing levels' changes: roll back to this level's savepoint */
@@ -2065,8 +2072,8 @@ subxact_abort_one(CjConnection *c, int level)
  *		(all cancels first, so the nodes work on them at once), then undo the
  *		subtransaction's remote work: a remote savepoint where the connection
  *		holds changes of enclosing levels, else a restart of the remote
- *		transaction at its next use.  Slots that share slot 0's snapshot
- *		restart with it.
+ *		transaction at its next use.  Connections that imported a restarted
+ *		one's snapshot restart with it.
  */
 static void
 cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,

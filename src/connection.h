@@ -22,8 +22,9 @@ typedef struct CjConnection CjConnection;
  * cj_get_connection: an open connection to serverid as userid (through that
  * user's mapping, or PUBLIC's), with a remote transaction open for the
  * current local transaction: REPEATABLE READ, SERIALIZABLE when the local
- * one is.  Connections with slot > 0 to the same server and user import the
- * snapshot of slot 0, so every connection to one node sees the same data.
+ * one is.  The first connection of a local transaction to a server (as one
+ * user) exports its snapshot and the others import it, so every
+ * connection to one node sees the same data.
  * The connection is idle when returned.
  */
 extern CjConnection *cj_get_connection(Oid serverid, Oid userid, int slot);
