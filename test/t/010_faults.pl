@@ -78,36 +78,22 @@ like(
 is($coord->safe_psql('postgres', $small), $expected, 'the small join is right');
 
 # the node's remote queries of the long join that are still running
-sub remote_big_queries
-{
-	my ($node) = @_;
-	return $node->safe_psql('postgres',
-		    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-		  . "AND state = 'active' AND (query LIKE '%big_a%' OR query LIKE 'FETCH % FROM colojoin_cursor') "
-		  . "AND pid <> pg_backend_pid()");
-}
+my $remote_big_running =
+    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+  . "AND state = 'active' AND (query LIKE '%big_a%' OR query LIKE 'FETCH % FROM colojoin_cursor') "
+  . "AND pid <> pg_backend_pid()";
 
 sub wait_remote_big_running
 {
 	my ($node, $what) = @_;
-	ok( $node->poll_query_until(
-			'postgres',
-			"SELECT count(*) > 0 FROM pg_stat_activity WHERE backend_type = 'client backend' "
-			  . "AND state = 'active' AND (query LIKE '%big_a%' OR query LIKE 'FETCH % FROM colojoin_cursor') "
-		  . "AND pid <> pg_backend_pid()"
-		),
+	ok($node->poll_query_until('postgres', "SELECT ($remote_big_running) > 0"),
 		"$what: the long join runs on node " . $node->name);
 }
 
 sub wait_remote_big_gone
 {
 	my ($node, $what) = @_;
-	ok( $node->poll_query_until(
-			'postgres',
-			"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'client backend' "
-			  . "AND state = 'active' AND (query LIKE '%big_a%' OR query LIKE 'FETCH % FROM colojoin_cursor') "
-		  . "AND pid <> pg_backend_pid()"
-		),
+	ok($node->poll_query_until('postgres', "SELECT ($remote_big_running) = 0"),
 		"$what: no remote query of the long join is left on " . $node->name);
 }
 
