@@ -14,7 +14,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
-our @EXPORT = qw(cj_new_node cj_new_cluster cj_explain);
+our @EXPORT = qw(cj_new_node cj_new_cluster cj_explain cj_query);
 
 # Settings every test server gets: small, fast, and UTF8 whatever the locale.
 my $common_conf = <<'CONF';
@@ -99,6 +99,23 @@ sub cj_explain
 	$setup //= '';
 	return $node->safe_psql($db,
 		"$setup\nEXPLAIN (VERBOSE, COSTS OFF) $query");
+}
+
+=head1 cj_query($session, $sql)
+
+Run $sql in a background psql session (PostgreSQL::Test::BackgroundPsql)
+without stopping at an error: in list context its output and what it
+printed on stderr (which is then cleared), in scalar context the output.
+
+=cut
+
+sub cj_query
+{
+	my ($session, $sql) = @_;
+	my $out = $session->query($sql);
+	my $err = $session->{stderr};
+	$session->{stderr} = '';
+	return wantarray ? ($out, $err) : $out;
 }
 
 1;

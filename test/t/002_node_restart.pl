@@ -24,11 +24,7 @@ my $session = $coord->background_psql('postgres', on_error_stop => 0);
 # which is returned too so a test can look at it.
 sub run
 {
-	my ($sql) = @_;
-	my $out = $session->query($sql);
-	my $err = $session->{stderr};
-	$session->{stderr} = '';
-	return wantarray ? ($out, $err) : $out;
+	return cj_query($session, @_);
 }
 
 sub partition_count

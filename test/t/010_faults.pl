@@ -103,11 +103,7 @@ my $session = $coord->background_psql('postgres', on_error_stop => 0);
 # the output of one statement in the session, and what it printed on stderr
 sub run
 {
-	my ($sql) = @_;
-	my $out = $session->query($sql);
-	my $err = $session->{stderr};
-	$session->{stderr} = '';
-	return wantarray ? ($out, $err) : $out;
+	return cj_query($session, @_);
 }
 
 # start a statement in the session without waiting for it

@@ -128,16 +128,6 @@ sub start_query
 	$session->query_until(qr/started\n/, "\\echo started\n$sql;\n");
 }
 
-# Run $sql in a session: its output and its errors.
-sub run_query
-{
-	my ($session, $sql) = @_;
-	my $out = $session->query($sql);
-	my $err = $session->{stderr};
-	$session->{stderr} = '';
-	return ($out, $err);
-}
-
 # Wait for what a session started to end: its output and its errors.
 sub finish_query
 {
@@ -172,7 +162,7 @@ like($err, qr/moving big/, 'and says it happened while moving big') or diag($err
 is(node_state($node1), $clean, 'node1 keeps no move table and no open transaction');
 is($session->query_safe('SELECT 42'), '42', 'the session goes on');
 $node2->start;
-($out, $err) = run_query($session, $join);
+($out, $err) = cj_query($session, $join);
 is($out, $expected, 'node2 back: the join is right again') or diag($err);
 is(node_state($_), $clean, 'and leaves nothing behind on ' . $_->name)
   for ($node1, $node2);
@@ -201,7 +191,7 @@ note("the moves took $move_ms ms") if defined $move_ms;
 my $timeout_ms = int(($move_ms // 300) / 3);
 $session->query_safe("SET statement_timeout = '${timeout_ms}ms'");
 my $t0 = Time::HiRes::time();
-($out, $err) = run_query($session, $join);
+($out, $err) = cj_query($session, $join);
 my $took = Time::HiRes::time() - $t0;
 is($out, '', 'statement_timeout: no result');
 like($err, qr/canceling statement due to statement timeout/, 'timed out') or diag($err);
