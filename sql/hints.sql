@@ -12,23 +12,8 @@
 -- never changes an answer: every result is compared with the same query
 -- over plain local tables (schema cj_hint_local).
 --
-SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'colojoin') AS cj_hint_own_colojoin,
-	   NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'postgres_fdw') AS cj_hint_own_fdw,
-	   NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'dblink') AS cj_hint_own_dblink
-\gset
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS colojoin CASCADE;
-CREATE EXTENSION IF NOT EXISTS dblink;
-RESET client_min_messages;
-\getenv node1_port CJ_NODE1_PORT
-\getenv node2_port CJ_NODE2_PORT
-\getenv node3_port CJ_NODE3_PORT
-CREATE SERVER cj_hint_n1 FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '127.0.0.1', port :'node1_port', dbname 'colojoin_regress');
-CREATE SERVER cj_hint_n2 FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '127.0.0.1', port :'node2_port', dbname 'colojoin_regress');
-CREATE SERVER cj_hint_n3 FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '127.0.0.1', port :'node3_port', dbname 'colojoin_regress');
+\set prefix cj_hint
+\i sql/include/three_nodes_begin.sql
 -- the same three nodes again, under other names: colojoin cannot know
 CREATE SERVER cj_hint_m1 FOREIGN DATA WRAPPER postgres_fdw
 	OPTIONS (host '127.0.0.1', port :'node1_port', dbname 'colojoin_regress');
@@ -36,9 +21,6 @@ CREATE SERVER cj_hint_m2 FOREIGN DATA WRAPPER postgres_fdw
 	OPTIONS (host '127.0.0.1', port :'node2_port', dbname 'colojoin_regress');
 CREATE SERVER cj_hint_m3 FOREIGN DATA WRAPPER postgres_fdw
 	OPTIONS (host '127.0.0.1', port :'node3_port', dbname 'colojoin_regress');
-CREATE USER MAPPING FOR CURRENT_USER SERVER cj_hint_n1;
-CREATE USER MAPPING FOR CURRENT_USER SERVER cj_hint_n2;
-CREATE USER MAPPING FOR CURRENT_USER SERVER cj_hint_n3;
 CREATE USER MAPPING FOR CURRENT_USER SERVER cj_hint_m1;
 CREATE USER MAPPING FOR CURRENT_USER SERVER cj_hint_m2;
 CREATE USER MAPPING FOR CURRENT_USER SERVER cj_hint_m3;
@@ -435,16 +417,5 @@ DROP SCHEMA cj_hint_local CASCADE;
 SELECT dblink_exec(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
 				   'DROP SCHEMA IF EXISTS cj_hint CASCADE')
 FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
-DROP SERVER cj_hint_n1, cj_hint_n2, cj_hint_n3, cj_hint_m1, cj_hint_m2, cj_hint_m3 CASCADE;
-\if :cj_hint_own_dblink
-DROP EXTENSION dblink;
-\endif
-\if :cj_hint_own_colojoin
-DROP EXTENSION colojoin;
-\endif
-\if :cj_hint_own_fdw
-DROP EXTENSION postgres_fdw;
-\endif
-RESET client_min_messages;
-SELECT count(*) AS leftovers FROM pg_namespace WHERE nspname LIKE 'cj\_hint%';
-SELECT count(*) AS leftovers FROM pg_foreign_server WHERE srvname LIKE 'cj\_hint%';
+DROP SERVER cj_hint_m1, cj_hint_m2, cj_hint_m3 CASCADE;
+\i sql/include/three_nodes_end.sql

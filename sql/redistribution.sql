@@ -24,17 +24,8 @@
 -- applies to the sharded run only.
 --
 -- extensions: remember which ones this test creates, to drop only those
-SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'colojoin') AS cj_redist_own_colojoin,
-	   NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'postgres_fdw') AS cj_redist_own_fdw,
-	   NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'dblink') AS cj_redist_own_dblink
-\gset
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS colojoin CASCADE;
-CREATE EXTENSION IF NOT EXISTS dblink;
-RESET client_min_messages;
-\getenv node1_port CJ_NODE1_PORT
-\getenv node2_port CJ_NODE2_PORT
-\getenv node3_port CJ_NODE3_PORT
+\set prefix cj_redist
+\i sql/include/three_nodes_begin.sql
 
 CREATE SCHEMA cj_redist;
 CREATE SCHEMA cj_redist_sharded;
@@ -43,15 +34,6 @@ CREATE SCHEMA cj_redist_local;
 CREATE TABLE cj_redist.nodes (n int PRIMARY KEY, port int NOT NULL);
 INSERT INTO cj_redist.nodes VALUES (1, :'node1_port'), (2, :'node2_port'), (3, :'node3_port');
 
-CREATE SERVER cj_redist_n1 FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '127.0.0.1', port :'node1_port', dbname 'colojoin_regress');
-CREATE SERVER cj_redist_n2 FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '127.0.0.1', port :'node2_port', dbname 'colojoin_regress');
-CREATE SERVER cj_redist_n3 FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '127.0.0.1', port :'node3_port', dbname 'colojoin_regress');
-CREATE USER MAPPING FOR CURRENT_USER SERVER cj_redist_n1;
-CREATE USER MAPPING FOR CURRENT_USER SERVER cj_redist_n2;
-CREATE USER MAPPING FOR CURRENT_USER SERVER cj_redist_n3;
 
 -- The remote shard tables live in schema cj_redist_remote of each node.
 SELECT dblink_connect('cj_redist_n' || n,
@@ -942,17 +924,4 @@ SELECT dblink_exec('cj_redist_n' || n, 'DROP SCHEMA cj_redist_remote CASCADE')
 FROM cj_redist.nodes ORDER BY n;
 SELECT dblink_disconnect('cj_redist_n' || n) FROM cj_redist.nodes ORDER BY n;
 DROP SCHEMA cj_redist CASCADE;
-DROP SERVER cj_redist_n1, cj_redist_n2, cj_redist_n3 CASCADE;
-\if :cj_redist_own_dblink
-DROP EXTENSION dblink;
-\endif
-\if :cj_redist_own_colojoin
-DROP EXTENSION colojoin;
-\endif
-\if :cj_redist_own_fdw
-DROP EXTENSION postgres_fdw;
-\endif
-RESET client_min_messages;
--- nothing left behind
-SELECT count(*) AS leftovers FROM pg_namespace WHERE nspname LIKE 'cj\_redist%';
-SELECT count(*) AS leftovers FROM pg_foreign_server WHERE srvname LIKE 'cj\_redist%';
+\i sql/include/three_nodes_end.sql
