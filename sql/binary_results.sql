@@ -75,25 +75,9 @@ INSERT INTO cj_bin.vals SELECT * FROM cj_bin_local.vals;
 INSERT INTO cj_bin.more SELECT * FROM cj_bin_local.more;
 ANALYZE cj_bin.vals, cj_bin.more, cj_bin_local.vals, cj_bin_local.more;
 
--- rows_of(query, schema): the query's rows as sorted text, with search_path
--- set to the schema.  plan_of(query): whether colojoin runs it (a
+-- plan_of(query): whether colojoin runs it (a
 -- ColocatedJoin scan in the plan).  check_rows(query): that, and whether
 -- its rows equal the local ones, with binary results on and off.
-CREATE FUNCTION rows_of(query text, schema text) RETURNS text[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	saved text := current_setting('search_path');
-	rec record;
-	result text[] := '{}';
-BEGIN
-	PERFORM set_config('search_path', schema || ', public', true);
-	FOR rec IN EXECUTE query LOOP
-		result := result || rec::text;
-	END LOOP;
-	PERFORM set_config('search_path', saved, true);
-	RETURN ARRAY(SELECT r FROM unnest(result) r ORDER BY r COLLATE "C");
-END
-$$;
 CREATE FUNCTION plan_of(query text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -74,21 +74,6 @@ ANALYZE cj_hint_local.a, cj_hint_local.b, cj_hint_local.c, cj_hint_local.m4,
 -- as written; over the local tables, the hint comments are made plain
 -- comments (a forcing hint naming plain tables is an error).
 --
-CREATE FUNCTION rows_of(query text, schema text) RETURNS text[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	saved text := current_setting('search_path');
-	rec record;
-	result text[] := '{}';
-BEGIN
-	PERFORM set_config('search_path', schema || ', public', true);
-	FOR rec IN EXECUTE query LOOP
-		result := result || rec::text;
-	END LOOP;
-	PERFORM set_config('search_path', saved, true);
-	RETURN ARRAY(SELECT r FROM unnest(result) r ORDER BY r COLLATE "C");
-END
-$$;
 CREATE FUNCTION same(query text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -77,21 +77,6 @@ $$;
 -- check_query(query): how many colocated scans the plan has (ColocatedJoin
 -- scans whose strategy is a colocated join, no data moved first), and
 -- whether the rows equal those of the same query over the local tables
-CREATE FUNCTION rows_of(query text, schema text) RETURNS text[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	saved text := current_setting('search_path');
-	rec record;
-	result text[] := '{}';
-BEGIN
-	PERFORM set_config('search_path', schema || ', public', true);
-	FOR rec IN EXECUTE query LOOP
-		result := result || rec::text;
-	END LOOP;
-	PERFORM set_config('search_path', saved, true);
-	RETURN ARRAY(SELECT r FROM unnest(result) r ORDER BY r COLLATE "C");
-END
-$$;
 CREATE FUNCTION check_query(query text, OUT plan text, OUT result text)
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -7,27 +7,9 @@
 -- task.  Each can be set per session, with SET LOCAL, per role and per
 -- database.
 --
-SELECT NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'colojoin') AS cj_set_own_colojoin,
-	   NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'postgres_fdw') AS cj_set_own_fdw,
-	   NOT EXISTS (SELECT FROM pg_extension WHERE extname = 'dblink') AS cj_set_own_dblink,
-	   current_user AS cj_set_me
-\gset
-SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS colojoin CASCADE;
-CREATE EXTENSION IF NOT EXISTS dblink;
-RESET client_min_messages;
-\getenv node1_port CJ_NODE1_PORT
-\getenv node2_port CJ_NODE2_PORT
-\getenv node3_port CJ_NODE3_PORT
-CREATE SERVER cj_set_n1 FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '127.0.0.1', port :'node1_port', dbname 'colojoin_regress');
-CREATE SERVER cj_set_n2 FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '127.0.0.1', port :'node2_port', dbname 'colojoin_regress');
-CREATE SERVER cj_set_n3 FOREIGN DATA WRAPPER postgres_fdw
-	OPTIONS (host '127.0.0.1', port :'node3_port', dbname 'colojoin_regress');
-CREATE USER MAPPING FOR CURRENT_USER SERVER cj_set_n1;
-CREATE USER MAPPING FOR CURRENT_USER SERVER cj_set_n2;
-CREATE USER MAPPING FOR CURRENT_USER SERVER cj_set_n3;
+SELECT current_user AS cj_set_me \gset
+\set prefix cj_set
+\i sql/include/three_nodes_begin.sql
 
 CREATE SCHEMA cj_set;
 CREATE SCHEMA cj_set_local;
@@ -67,21 +49,6 @@ ANALYZE a, b, m4, pl, loc;
 -- check_query(query): the plan (colocated: a ColocatedJoin scan whose
 -- strategy is a colocated join, no data moved first) and whether the rows
 -- equal those of the same query over the local tables
-CREATE FUNCTION rows_of(query text, schema text) RETURNS text[]
-LANGUAGE plpgsql AS $$
-DECLARE
-	saved text := current_setting('search_path');
-	rec record;
-	result text[] := '{}';
-BEGIN
-	PERFORM set_config('search_path', schema || ', public', true);
-	FOR rec IN EXECUTE query LOOP
-		result := result || rec::text;
-	END LOOP;
-	PERFORM set_config('search_path', saved, true);
-	RETURN ARRAY(SELECT r FROM unnest(result) r ORDER BY r COLLATE "C");
-END
-$$;
 CREATE FUNCTION check_query(query text, OUT plan text, OUT result text)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -289,19 +256,7 @@ DROP SCHEMA cj_set_local CASCADE;
 SELECT dblink_exec(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
 				   'DROP SCHEMA IF EXISTS cj_set CASCADE')
 FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
-DROP SERVER cj_set_n1, cj_set_n2, cj_set_n3 CASCADE;
+\i sql/include/three_nodes_end.sql
 DROP ROLE cj_set_role;
-\if :cj_set_own_dblink
-DROP EXTENSION dblink;
-\endif
-\if :cj_set_own_colojoin
-DROP EXTENSION colojoin;
-\endif
-\if :cj_set_own_fdw
-DROP EXTENSION postgres_fdw;
-\endif
-RESET client_min_messages;
-SELECT count(*) AS leftovers FROM pg_namespace WHERE nspname LIKE 'cj\_set%';
-SELECT count(*) AS leftovers FROM pg_foreign_server WHERE srvname LIKE 'cj\_set%';
 SELECT count(*) AS leftovers FROM pg_roles WHERE rolname = 'cj_set_role';
 SELECT count(*) AS leftovers FROM pg_database WHERE datname = 'cj_set_db';

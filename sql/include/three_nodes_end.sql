@@ -1,10 +1,11 @@
 --
 -- three_nodes_end.sql: the end shared by the suites that start with
 -- three_nodes_begin.sql, after they dropped their own schemas here and on
--- the nodes: the servers (and what still uses them), the extensions the
+-- the nodes: rows_of, the servers (and what still uses them), the extensions the
 -- suite created, and a check that nothing named after prefix is left.
 --
 SET client_min_messages = warning;
+DROP FUNCTION public.rows_of(text, text);
 DROP SERVER :"srv1", :"srv2", :"srv3" CASCADE;
 \if :own_dblink
 DROP EXTENSION dblink;
