@@ -23,7 +23,8 @@ OBJS = \
 	src/hints.o \
 	src/aggregates.o \
 	src/combine.o \
-	src/ordering.o
+	src/ordering.o \
+	src/write_guard.o
 
 EXTENSION = colojoin
 DATA = colojoin--1.0.sql

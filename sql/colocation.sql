@@ -127,7 +127,7 @@ CREATE FOREIGN TABLE r_big_b PARTITION OF r_big FOR VALUES FROM (100) TO (200) S
 CREATE FOREIGN TABLE r_big_a PARTITION OF r_big FOR VALUES FROM (0) TO (100) SERVER co_n2;
 CREATE FOREIGN TABLE r_big_hi PARTITION OF r_big FOR VALUES FROM (200) TO (MAXVALUE) SERVER co_n1;
 SELECT * FROM colojoin.colocation('r_int', 'r_big');
--- overlapping but different ranges: every overlapping pair is named
+-- overlapping ranges that do not pair one to one: r_shifted_a overlaps two
 CREATE TABLE r_shifted (k int) PARTITION BY RANGE (k);
 CREATE FOREIGN TABLE r_shifted_a PARTITION OF r_shifted FOR VALUES FROM (0) TO (150) SERVER co_n2;
 CREATE FOREIGN TABLE r_shifted_b PARTITION OF r_shifted FOR VALUES FROM (150) TO (300) SERVER co_n3;
@@ -136,7 +136,8 @@ SELECT * FROM colojoin.colocation('r_int', 'r_shifted');
 CREATE TABLE r_touch (k int) PARTITION BY RANGE (k);
 CREATE FOREIGN TABLE r_touch_a PARTITION OF r_touch FOR VALUES FROM (200) TO (300) SERVER co_n1;
 SELECT * FROM colojoin.colocation('r_int', 'r_touch');
--- multi-column ranges with MINVALUE / MAXVALUE
+-- multi-column ranges with MINVALUE / MAXVALUE; (2, 0) to (2, 5) overlaps
+-- only (2, 0) to (2, 10), so the two pair up like equal bounds
 CREATE TABLE r2a (a int, b int) PARTITION BY RANGE (a, b);
 CREATE FOREIGN TABLE r2a_1 PARTITION OF r2a FOR VALUES FROM (1, MINVALUE) TO (1, MAXVALUE) SERVER co_n1;
 CREATE FOREIGN TABLE r2a_2 PARTITION OF r2a FOR VALUES FROM (2, 0) TO (2, 10) SERVER co_n2;
@@ -162,6 +163,7 @@ SELECT * FROM colojoin.colocation('l_a', 'l_b');
 CREATE TABLE l_c (c text COLLATE "C") PARTITION BY LIST (c);
 CREATE FOREIGN TABLE l_c_eu PARTITION OF l_c FOR VALUES IN ('eu') SERVER co_n1;
 CREATE FOREIGN TABLE l_c_uk PARTITION OF l_c FOR VALUES IN ('uk', 'us') SERVER co_n1;
+-- l_c_uk overlaps both of l_a's partitions
 SELECT * FROM colojoin.colocation('l_a', 'l_c');
 
 -- DEFAULT partitions: two defaults pair up when the other partitions match

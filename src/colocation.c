@@ -19,7 +19,10 @@
 #include "catalog/pg_opfamily.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/primnodes.h"
+#include "optimizer/optimizer.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -104,14 +107,11 @@ opfamily_name(Oid opfamily)
 	return result;
 }
 
-/* "orders.o_orderkey", or "an expression of orders" */
+/* "orders.o_orderkey", or "orders.(k % 1000)" for an expression key */
 static char *
 key_column_name(CjTable *t, int col)
 {
-	if (t->partattrs[col] == 0)
-		return psprintf("an expression of %s", table_name(t->relid));
-	return psprintf("%s.%s", table_name(t->relid),
-					quote_identifier(get_attname(t->relid, t->partattrs[col], false)));
+	return psprintf("%s.%s", table_name(t->relid), cj_key_text(t, col, NULL));
 }
 
 /* "orders_p1 (FOR VALUES FROM (1) TO (10))" */
@@ -151,8 +151,9 @@ add_reason(List *reasons, char *reason)
  * promises that its types hash and order equal values alike (integer_ops
  * holds int2, int4 and int8), which is exactly what partition routing
  * relies on.  Collations must match for collatable keys, since they decide
- * equality and order.  An expression key is never matched: colojoin cannot
- * prove two expressions partition alike.  A strategy mismatch is reported
+ * equality and order.  Expression keys match when they are the same
+ * expression up to the columns they read (cj_key_exprs_alike); whether a
+ * join equates those columns is the planner's question.  A strategy mismatch is reported
  * first, alone with a key count mismatch, since comparing a hash family
  * with a btree one would say nothing useful.
  */
@@ -184,13 +185,17 @@ cj_schemes_compatible(CjTable *a, CjTable *b, List **reasons)
 
 	for (i = 0; i < a->partnatts; i++)
 	{
-		if (a->partattrs[i] == 0 || b->partattrs[i] == 0)
+		if (!cj_key_exprs_alike(a, b, i))
 		{
-			CjTable    *t = (a->partattrs[i] == 0) ? a : b;
-
 			*reasons = lappend(*reasons,
-							   psprintf("key column %d of %s is an expression, which colojoin cannot match",
-										i + 1, table_name(t->relid)));
+							   (a->partattrs[i] == 0) == (b->partattrs[i] == 0) ?
+							   psprintf("key column %d: %s and %s are different expressions",
+										i + 1, key_column_name(a, i), key_column_name(b, i)) :
+							   psprintf("key column %d: %s is %s but %s is %s",
+										i + 1, key_column_name(a, i),
+										a->partattrs[i] == 0 ? "an expression" : "a column",
+										key_column_name(b, i),
+										b->partattrs[i] == 0 ? "an expression" : "a column"));
 			ok = false;
 			continue;
 		}
@@ -223,6 +228,86 @@ cj_schemes_compatible(CjTable *a, CjTable *b, List **reasons)
 	return ok;
 }
 
+/* Vars replaced by their position of appearance: see cj_key_exprs_alike */
+static Node *
+number_vars_mutator(Node *node, int *count)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var))
+	{
+		Var		   *v = (Var *) copyObject(node);
+
+		v->varno = 1;
+		v->varattno = ++(*count);
+		v->varnosyn = 0;
+		v->varattnosyn = 0;
+		v->location = -1;
+		return (Node *) v;
+	}
+	return expression_tree_mutator(node, number_vars_mutator, (void *) count);
+}
+
+/*
+ * cj_key_vars
+ *		See colocation.h.  The order is the expression walker's, the same
+ *		that number_vars_mutator numbers by, so the n-th Var of two alike
+ *		keys stands at the same place in both.
+ */
+List *
+cj_key_vars(CjTable *t, int col, Index varno)
+{
+	List	   *vars;
+	ListCell   *lc;
+
+	if (t->partattrs[col] != 0)
+	{
+		Oid			typid;
+		int32		typmod;
+		Oid			collid;
+
+		/* the column's own type and collation, as the planner's Vars have */
+		get_atttypetypmodcoll(t->relid, t->partattrs[col], &typid, &typmod, &collid);
+		return list_make1(makeVar(varno, t->partattrs[col], typid, typmod, collid, 0));
+	}
+	vars = pull_var_clause(t->partexprs[col], 0);
+	foreach(lc, vars)
+	{
+		Var		   *v = copyObject(lfirst(lc));
+
+		/* as makeVar makes them, so that equal() finds the planner's own */
+		v->varno = varno;
+		v->varnosyn = varno;
+		v->varattnosyn = v->varattno;
+		v->location = -1;
+		lfirst(lc) = v;
+	}
+	return vars;
+}
+
+/*
+ * cj_key_exprs_alike
+ *		See colocation.h.  Two expressions are alike when they are equal once
+ *		each Var is replaced by its position: the same functions and
+ *		constants, applied to columns of the same types in the same places,
+ *		whatever their names or attribute numbers in either table.
+ */
+bool
+cj_key_exprs_alike(CjTable *a, CjTable *b, int col)
+{
+	int			na = 0;
+	int			nb = 0;
+	Node	   *ea;
+	Node	   *eb;
+
+	if ((a->partattrs[col] == 0) != (b->partattrs[col] == 0))
+		return false;
+	if (a->partattrs[col] != 0)
+		return true;
+	ea = number_vars_mutator(a->partexprs[col], &na);
+	eb = number_vars_mutator(b->partexprs[col], &nb);
+	return na == nb && equal(ea, eb);
+}
 
 /* ----------------------------------------------------------------
  *		Bounds
@@ -588,6 +673,9 @@ cj_build_class_space(List *tables, List **reasons)
 			int			match = -1;
 			bool		overlapped = false;
 			int			c;
+			int			saved = list_length(sb.reasons);
+			int			saved_overlaps = sb.overlap_reasons;
+			int			saved_more = sb.noverlaps;
 
 			if (tt->classes[k].bound->is_default)
 				continue;
@@ -604,6 +692,57 @@ cj_build_class_space(List *tables, List **reasons)
 			}
 			else
 				guess = -1;		/* nothing tried */
+
+			/*
+			 * Range and list partitions that only overlap: k may join the one
+			 * class whose partitions it overlaps, as PostgreSQL's own
+			 * partitionwise join pairs them.
+			 */
+			if (match < 0 && tt->strategy != PARTITION_STRATEGY_HASH && !any_default)
+			{
+				int			touched = 0;
+
+				for (c = 0; c < nclasses; c++)
+				{
+					int			u;
+
+					for (u = 0; u < ntables; u++)
+					{
+						int			ku = members[c * ntables + u];
+
+						if (u == t || ku < 0)
+							continue;
+						if (compare_partitions(&sb, u, ku, t, k) != CJ_BOUNDS_DISJOINT)
+						{
+							if (touched++ == 0)
+								match = c;
+							break;
+						}
+					}
+				}
+				/* overlaps are no reason here: only a second one is */
+				sb.reasons = list_truncate(sb.reasons, saved);
+				sb.overlap_reasons = saved_overlaps;
+				sb.noverlaps = saved_more;
+				if (touched > 1 || (match >= 0 && members[match * ntables + t] >= 0))
+				{
+					sb.reasons = add_reason(sb.reasons,
+											psprintf("%s of %s overlaps partitions that do not pair one to one",
+													 partition_label(tt, k), table_name(tt->relid)));
+					ok = false;
+					match = -1;
+					continue;
+				}
+				if (match < 0)
+				{
+					match = nclasses++;
+					rep_table[match] = t;
+					rep_class[match] = k;
+				}
+				members[match * ntables + t] = k;
+				guess = match + 1;
+				continue;
+			}
 
 			/*
 			 * A class this table already has a member in is disjoint from k:

@@ -37,10 +37,27 @@ typedef struct CjClassSpace
 /*
  * cj_schemes_compatible: a and b partition alike (same strategy, same number
  * of key columns, key columns whose operator families and collations agree
- * -- int2/int4/int8 share one family and so are compatible -- and no
- * expression keys).  When not, appends one reason per mismatch to *reasons.
+ * -- int2/int4/int8 share one family and so are compatible -- and key
+ * expressions that are alike).  When not, appends one reason per mismatch
+ * to *reasons.
  */
 extern bool cj_schemes_compatible(CjTable *a, CjTable *b, List **reasons);
+
+/*
+ * cj_key_exprs_alike: key column col is a column in both tables, or in both
+ * the same expression over columns of the same types in the same places
+ * (a.(k % 1000) and b.(j % 1000)): equal values of those columns give equal
+ * keys.
+ */
+extern bool cj_key_exprs_alike(CjTable *a, CjTable *b, int col);
+
+/*
+ * cj_key_vars: the Vars (of range table index varno) that key column col
+ * reads: the column itself, or every Var of the expression in order of
+ * appearance.  For two tables whose keys are alike, the n-th Vars of both
+ * must be equal for the keys to be equal.
+ */
+extern List *cj_key_vars(CjTable *t, int col, Index varno);
 
 /*
  * cj_build_class_space: the common class space of tables (a List of

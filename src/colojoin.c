@@ -177,4 +177,5 @@ _PG_init(void)
 	cj_executor_init();
 	cj_aggregates_init();
 	cj_combine_init();
+	cj_write_guard_init();
 }

@@ -48,5 +48,6 @@ extern void cj_planner_init(void);
 extern void cj_executor_init(void);
 extern void cj_aggregates_init(void);
 extern void cj_combine_init(void);
+extern void cj_write_guard_init(void);
 
 #endif							/* COLOJOIN_H */

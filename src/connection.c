@@ -86,6 +86,7 @@ struct CjConnection
 	bool		doomed;			/* lost changes the local transaction kept */
 	bool		committed;		/* COMMIT succeeded during pre-commit */
 	bool		undo_done;		/* undo SQL already run after a failed commit */
+	uint64		xact_id;		/* which remote transaction, 0 before any */
 	char		snapshot[64];	/* the transaction's snapshot name, "" when none */
 	bool		exported;		/* that snapshot was exported here */
 	int			write_min_level;	/* lowest nest level with durable writes */
@@ -1089,6 +1090,9 @@ lookup_entry(Oid serverid, Oid userid, int slot, bool create)
 	return c;
 }
 
+/* numbers the remote transactions this backend starts (cj_conn_xact_id) */
+static uint64 xact_counter = 0;
+
 /* forget everything about the remote transaction (local transaction ended) */
 static void
 reset_xact_state(CjConnection *c)
@@ -1135,6 +1139,38 @@ begin_statement(void)
  *		is set if some open transaction there has not reported its snapshot
  *		yet: a transaction started now could then see different data.
  */
+/*
+ * snapshot_usable
+ *		Whether c's snapshot name can still be imported: a snapshot exported
+ *		by a remote transaction lives only while that transaction does, and
+ *		ends with its first error (a cancelled FETCH, say), while those that
+ *		imported it go on with it and may have handed the name on.  So the
+ *		name is good only while its exporter's transaction is open and
+ *		healthy.
+ */
+static bool
+snapshot_usable(CjConnection *c)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *e;
+	bool		alive = false;
+
+	if (c->snapshot[0] == '\0')
+		return false;
+	hash_seq_init(&scan, cj_connections);
+	while ((e = hash_seq_search(&scan)) != NULL)
+	{
+		if (!alive && e->exported && e->xact_open &&
+			e->key.serverid == c->key.serverid &&
+			e->key.userid == c->key.userid &&
+			strcmp(e->snapshot, c->snapshot) == 0 &&
+			!e->needs_restart && !e->doomed && !conn_is_bad(e) &&
+			PQtransactionStatus(e->conn) != PQTRANS_INERROR)
+			alive = true;
+	}
+	return alive;
+}
+
 static CjConnection *
 snapshot_holder(CjConnection *c, bool *unknown_pending)
 {
@@ -1150,13 +1186,15 @@ snapshot_holder(CjConnection *c, bool *unknown_pending)
 		if (other == c || other->key.serverid != c->key.serverid ||
 			other->key.userid != c->key.userid || !other->xact_open)
 			continue;
-		if (other->snapshot[0] == '\0')
+		if (other->needs_restart || other->doomed || conn_is_bad(other))
+			continue;
+		if (!snapshot_usable(other))
 		{
+			/* it knows the data, but can hand it on only by exporting */
 			if (unknown_pending)
 				*unknown_pending = true;
 		}
-		else if (found == NULL && !other->needs_restart && !other->doomed &&
-				 !conn_is_bad(other))
+		else if (found == NULL)
 			found = other;
 	}
 	return found;
@@ -1183,8 +1221,9 @@ lazy_export(CjConnection *c)
 		if (found == NULL && other != c &&
 			other->key.serverid == c->key.serverid &&
 			other->key.userid == c->key.userid && other->xact_open &&
-			other->snapshot[0] == '\0' && !other->needs_restart &&
-			!other->doomed && !conn_is_bad(other))
+			!other->needs_restart && !other->doomed && !conn_is_bad(other) &&
+			PQtransactionStatus(other->conn) != PQTRANS_INERROR &&
+			!snapshot_usable(other))
 			found = other;
 	}
 	if (found == NULL)
@@ -1239,6 +1278,7 @@ begin_remote_xact(CjConnection *c)
 		source = lazy_export(c);
 
 	c->xact_open = true;		/* abort processing reconciles a half start */
+	c->xact_id = ++xact_counter;
 	cj_xact_touched = true;
 	if (source == NULL)
 	{
@@ -1295,6 +1335,7 @@ deferred_begin(CjConnection *c, char **begin_sql)
 	else
 		*begin_sql = psprintf("%s; ", begin);
 	c->xact_open = true;
+	c->xact_id = ++xact_counter;
 	cj_xact_touched = true;
 	return true;
 }
@@ -1493,6 +1534,22 @@ cj_connection_busy(Oid serverid, Oid userid, int slot)
 	CjConnection *c = lookup_entry(serverid, userid, slot, false);
 
 	return c != NULL && (c->in_flight || c->owner != NULL);
+}
+
+/*
+ * cj_conn_xact_id
+ *		See connection.h: an identifier of the slot's remote transaction
+ *		while it is open and healthy, else 0.
+ */
+uint64
+cj_conn_xact_id(Oid serverid, Oid userid, int slot)
+{
+	CjConnection *c = lookup_entry(serverid, userid, slot, false);
+
+	if (c == NULL || !c->xact_open || c->needs_restart || c->doomed ||
+		conn_is_bad(c) || PQtransactionStatus(c->conn) == PQTRANS_INERROR)
+		return 0;
+	return c->xact_id;
 }
 
 PGconn *

@@ -105,6 +105,14 @@ extern void cj_conn_note_write(CjConnection *conn, const char *undo_sql,
 extern bool cj_connection_busy(Oid serverid, Oid userid, int slot);
 
 /*
+ * cj_conn_xact_id: which remote transaction the slot's connection is in, or
+ * 0 when none is open and healthy; what a statement left in that
+ * transaction (temporary tables of a move) is still there while the value
+ * stays the same.
+ */
+extern uint64 cj_conn_xact_id(Oid serverid, Oid userid, int slot);
+
+/*
  * cj_conn_cancel: stop the query in flight and leave the connection idle
  * (the remote transaction restarts at the next use if the cancel aborted
  * it).  Never throws.

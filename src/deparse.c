@@ -306,6 +306,28 @@ value_collate_clause(Oid typid, Oid coll)
 }
 
 /*
+ * relabel_arg: what a RelabelType's argument is, for shipping.  A column of
+ * a domain over a built-in type read as that type counts as a column of
+ * the base type: the node's column holds values of the base type (or of a
+ * domain over it there), and the cast written around it says which type is
+ * meant.
+ */
+static Node *
+relabel_arg(RelabelType *r)
+{
+	if (IsA(r->arg, Var) &&
+		get_typtype(exprType((Node *) r->arg)) == TYPTYPE_DOMAIN &&
+		getBaseType(exprType((Node *) r->arg)) == r->resulttype)
+	{
+		Var		   *dv = copyObject((Var *) r->arg);
+
+		dv->vartype = r->resulttype;
+		return (Node *) dv;
+	}
+	return (Node *) r->arg;
+}
+
+/*
  * relabel_collate_clause: whether a RelabelType must be written with a
  * COLLATE clause, given the collation the node derives for its argument.
  * A RelabelType between two different types is a binary coercion whose
@@ -513,7 +535,7 @@ ship_walk(Node *node, ShipContext *cxt, CjColl *out)
 				RelabelType *r = (RelabelType *) node;
 				Oid			clause;
 
-				if (!ship_walk((Node *) r->arg, cxt, &merged))
+				if (!ship_walk(relabel_arg(r), cxt, &merged))
 					return false;
 				clause = relabel_collate_clause(r, merged);
 				if (OidIsValid(clause))
@@ -1344,8 +1366,7 @@ deparse_node(Node *node, DeparseState *st)
 				RelabelType *r = (RelabelType *) node;
 				Oid			collate;
 
-				collate = relabel_collate_clause(r,
-												 remote_collation((Node *) r->arg, st));
+				collate = relabel_collate_clause(r, remote_collation(relabel_arg(r), st));
 				appendStringInfoString(buf, "((");
 				deparse_node((Node *) r->arg, st);
 				appendStringInfo(buf, ")::%s",

@@ -445,13 +445,52 @@ free_slot(Oid serverid, Oid userid, int from)
 }
 
 /*
+ * moves_reusable
+ *		Whether the tables an earlier run of this scan filled can serve this
+ *		one.  What a move carries never depends on the scan's parameters
+ *		(the planner moves no table whose conditions have one), so a rescan
+ *		may read the same rows again, as long as the remote transaction
+ *		that holds them is the one that made them: a cancel or an error
+ *		there rolled them back.
+ */
+static bool
+moves_reusable(CjScanState *st, Oid userid)
+{
+	int			i;
+
+	if (!st->moves_ready)
+		return false;
+	for (i = 0; i < st->nmoves; i++)
+	{
+		CjExecMove *move = &st->moves[i];
+
+		if (!move->created || move->xact_id == 0 ||
+			cj_connection_busy(move->dest, userid, move->dest_slot) ||
+			cj_conn_xact_id(move->dest, userid, move->dest_slot) != move->xact_id)
+			return false;
+	}
+	return true;
+}
+
+/* the connection slot holding the moved rows on serverid, or -1 */
+static int
+move_slot(CjScanState *st, Oid serverid)
+{
+	int			i;
+
+	for (i = 0; i < st->nmoves; i++)
+		if (st->moves[i].created && st->moves[i].dest == serverid)
+			return st->moves[i].dest_slot;
+	return -1;
+}
+
+/*
  * run_moves
  *		Fill the temporary tables of the plan's moves, one COPY stream per
- *		source node, through the coordinator in bounded memory.  A table is
- *		made fresh each time (a rescan may bring other parameters).  The
- *		tables live in the remote transaction: an error or a cancel rolls
- *		them back with it, and a coordinator that dies takes the node's
- *		session, and its temporary tables, along.
+ *		source node, through the coordinator in bounded memory.  The tables
+ *		live in the remote transaction: an error or a cancel rolls them back
+ *		with it, and a coordinator that dies takes the node's session, and
+ *		its temporary tables, along.  Rescans reuse them (moves_reusable).
  */
 static void
 run_moves(CjScanState *st, Oid userid)
@@ -475,6 +514,8 @@ run_moves(CjScanState *st, Oid userid)
 									  execution_names(st, move->create_sql)),
 						context);
 		move->created = true;
+		move->xact_id = cj_conn_xact_id(move->dest, userid, move->dest_slot);
+		move->runs++;
 		move->bytes = 0;
 		foreach(lc, move->sources)
 		{
@@ -495,6 +536,7 @@ run_moves(CjScanState *st, Oid userid)
 		INSTR_TIME_SUBTRACT(end, start);
 		move->seconds = INSTR_TIME_GET_DOUBLE(end);
 	}
+	st->moves_ready = true;
 }
 
 /* drop the temporary tables of the moves once every task is done */
@@ -504,6 +546,7 @@ drop_moves(CjScanState *st)
 	Oid			userid = OidIsValid(st->userid) ? st->userid : GetUserId();
 	int			i;
 
+	st->moves_ready = false;
 	for (i = 0; i < st->nmoves; i++)
 	{
 		CjExecMove *move = &st->moves[i];
@@ -512,6 +555,10 @@ drop_moves(CjScanState *st)
 		if (!move->created)
 			continue;
 		move->created = false;
+
+		/* a remote transaction that ended took the table along */
+		if (cj_conn_xact_id(move->dest, userid, move->dest_slot) != move->xact_id)
+			continue;
 		conn = cj_get_connection(move->dest, userid, move->dest_slot);
 
 		/* the last task's cursor still reads the table: close it first */
@@ -546,7 +593,6 @@ start_scan(CjScanState *st)
 	Oid			userid = OidIsValid(st->userid) ? st->userid : GetUserId();
 
 	evaluate_params(st);
-	st->exec_id = ++execution_counter;
 
 	/* statistics add up over rescans, as EXPLAIN ANALYZE reports loops */
 	for (i = 0; i < st->ntasks; i++)
@@ -585,7 +631,14 @@ start_scan(CjScanState *st)
 		}
 	}
 
-	run_moves(st, userid);
+	if (st->nmoves > 0 && !moves_reusable(st, userid))
+	{
+		if (st->moves_ready)
+			drop_moves(st);
+		/* names unique to this run: the plan may run nested in itself */
+		st->exec_id = ++execution_counter;
+		run_moves(st, userid);
+	}
 
 	/*
 	 * Moved rows sit in temporary tables of one connection per node: the
@@ -616,7 +669,11 @@ start_scan(CjScanState *st)
 		{
 			CjWorker   *w = &st->workers[st->nworkers++];
 
-			slot = free_slot(lfirst_oid(ls), userid, slot + 1);
+			/* tasks reading moved rows run where the moves put them */
+			if (k == 0 && move_slot(st, lfirst_oid(ls)) >= 0)
+				slot = move_slot(st, lfirst_oid(ls));
+			else
+				slot = free_slot(lfirst_oid(ls), userid, slot + 1);
 			w->serverid = lfirst_oid(ls);
 			w->slot = slot;
 			w->task = NULL;
@@ -1030,12 +1087,16 @@ cj_end_scan(CustomScanState *node)
 	CjScanState *st = (CjScanState *) node;
 
 	if (st->started)
-	{
 		stop_workers(st);
+	if (st->moves_ready)
 		drop_moves(st);
-	}
 }
 
+/*
+ * A rescan keeps the moved rows for the next run.  A batch still being
+ * computed is read to its end rather than cancelled: a cancel would abort
+ * the remote transaction that holds the moved rows.
+ */
 static void
 cj_rescan(CustomScanState *node)
 {
@@ -1043,8 +1104,13 @@ cj_rescan(CustomScanState *node)
 
 	if (st->started)
 	{
+		int			i;
+
+		if (st->moves_ready)
+			for (i = 0; i < st->nworkers; i++)
+				if (st->workers[i].in_flight)
+					settle_connection(st, st->workers[i].conn);
 		stop_workers(st);
-		drop_moves(st);
 	}
 	st->started = false;
 }

@@ -44,6 +44,8 @@ typedef struct CjExecMove
 	char	   *label;
 	bool		created;		/* to drop at the end */
 	int			dest_slot;		/* connection slot holding the table */
+	uint64		xact_id;		/* its remote transaction (cj_conn_xact_id) */
+	int			runs;			/* times it was made, over rescans */
 	uint64		bytes;
 	double		seconds;
 } CjExecMove;
@@ -110,6 +112,7 @@ typedef struct CjScanState
 
 	/* execution */
 	bool		started;
+	bool		moves_ready;	/* the moves' tables are filled and kept */
 	uint32		exec_id;		/* this execution, for temporary table names */
 	int			nworkers;
 	CjWorker   *workers;

@@ -105,6 +105,10 @@ cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 				seconds += st->moves[i].seconds;
 			}
 			ExplainPropertyUInteger("Bytes Moved", NULL, bytes, es);
+
+			/* rescans reuse the moved rows: say how often they really moved */
+			if (st->css.ss.ps.instrument && st->css.ss.ps.instrument->nloops > 1)
+				ExplainPropertyInteger("Moves Run", NULL, st->moves[0].runs, es);
 			if (es->timing)
 				ExplainPropertyFloat("Move Time", "ms", seconds * 1000.0, 3, es);
 		}

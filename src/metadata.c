@@ -44,6 +44,7 @@
 #include "utils/memutils.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 
 #include "colojoin.h"
@@ -719,6 +720,20 @@ build_table(Relation rel)
 	memcpy(t->partopfamily, key->partopfamily, sizeof(Oid) * nkey);
 	memcpy(t->partopcintype, key->partopcintype, sizeof(Oid) * nkey);
 	memcpy(t->partcollation, key->partcollation, sizeof(Oid) * nkey);
+	t->partexprs = palloc0(sizeof(Node *) * nkey);
+	{
+		ListCell   *le = list_head(key->partexprs);
+
+		for (c = 0; c < nkey; c++)
+		{
+			if (t->partattrs[c] != 0)
+				continue;
+			if (le == NULL)
+				elog(ERROR, "wrong number of partition key expressions");
+			t->partexprs[c] = copyObject(lfirst(le));
+			le = lnext(key->partexprs, le);
+		}
+	}
 
 	pd = RelationGetPartitionDesc(rel, true);
 	t->has_default = (pd->boundinfo != NULL &&
@@ -772,6 +787,29 @@ build_table(Relation rel)
 
 	MemoryContextSwitchTo(oldcxt);
 	return tc;
+}
+
+/*
+ * cj_key_text
+ *		See metadata.h.  Expressions are printed by ruleutils, as \d+ shows
+ *		them, so that messages and EXPLAIN name keys the way users wrote them.
+ */
+char *
+cj_key_text(CjTable *table, int col, const char *qualifier)
+{
+	if (table->partattrs[col] != 0)
+	{
+		char	   *name = get_attname(table->relid, table->partattrs[col], false);
+
+		return qualifier ?
+			psprintf("%s.%s", quote_identifier(qualifier), quote_identifier(name)) :
+			pstrdup(quote_identifier(name));
+	}
+	return deparse_expression(table->partexprs[col],
+							  deparse_context_for(qualifier ? qualifier :
+												  get_rel_name(table->relid),
+												  table->relid),
+							  qualifier != NULL, false);
 }
 
 /*

@@ -69,6 +69,9 @@ typedef struct CjTable
 	char		strategy;		/* PARTITION_STRATEGY_HASH, _LIST or _RANGE */
 	int			partnatts;
 	AttrNumber *partattrs;		/* 0 where the key column is an expression */
+	Node	  **partexprs;		/* the expression of each key column whose
+								 * partattrs is 0 (Vars of varno 1, the
+								 * table's own attnos), else NULL */
 	Oid		   *parttypid;
 	int32	   *parttypmod;
 	Oid		   *partopfamily;
@@ -88,6 +91,12 @@ typedef struct CjTable
  * end), so planner code may hold it for the whole planning.
  */
 extern CjTable *cj_get_table(Oid relid);
+
+/*
+ * cj_key_text: key column col of table as SQL, e.g. "o_orderkey" or
+ * "(k % 1000)", its column names qualified with qualifier when not NULL
+ */
+extern char *cj_key_text(CjTable *table, int col, const char *qualifier);
 
 /* "FOR VALUES WITH (modulus 16, remainder 3)": class cls's bound, as \d+ shows it */
 extern const char *cj_class_bound_text(CjTable *table, int cls);

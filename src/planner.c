@@ -40,6 +40,9 @@
 #include "utils/typcache.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_opfamily.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "rewrite/rewriteManip.h"
 
 #include "colojoin.h"
 #include "colocation.h"
@@ -273,24 +276,22 @@ group_for_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 	}
 }
 
-/* the key column p of br as a Var exactly like the planner's own */
+/*
+ * key_var: the key column p of br as a Var exactly like the planner's own;
+ * only for keys that are columns (cj_key_vars covers expressions too)
+ */
 static Var *
 key_var(CjBaseRel *br, int p)
 {
-	Oid			typid;
-	int32		typmod;
-	Oid			collid;
-	AttrNumber	attno = br->table->partattrs[p];
-
-	get_atttypetypmodcoll(br->relid, attno, &typid, &typmod, &collid);
-	return makeVar(br->rtindex, attno, typid, typmod, collid, 0);
+	Assert(br->table->partattrs[p] != 0);
+	return (Var *) linitial(cj_key_vars(br->table, p, br->rtindex));
 }
 
+/* "o.o_orderkey" or "(o.k % 1000)" */
 static char *
 key_name(CjBaseRel *br, int p)
 {
-	return psprintf("%s.%s", quote_identifier(br->alias),
-					quote_identifier(get_attname(br->relid, br->table->partattrs[p], false)));
+	return cj_key_text(br->table, p, br->alias);
 }
 
 static bool
@@ -302,6 +303,17 @@ is_var_of(Node *node, Var *var)
 		((Var *) node)->varno == var->varno &&
 		((Var *) node)->varattno == var->varattno &&
 		((Var *) node)->varlevelsup == 0;
+}
+
+/* node is expr (a Var of this query level, or an expression), give or take relabelling */
+static bool
+is_expr_of(Node *node, Node *expr)
+{
+	if (IsA(expr, Var))
+		return is_var_of(node, (Var *) expr);
+	while (node && IsA(node, RelabelType))
+		node = (Node *) ((RelabelType *) node)->arg;
+	return node && equal(node, expr);
 }
 
 static Oid
@@ -321,10 +333,12 @@ opfamily_method(Oid opfamily)
  * clause_equates
  *		Whether one of clauses is "a = b" (either order) with an equality
  *		operator of the partition key's operator family, so that equal
- *		values partition alike.
+ *		values partition alike.  With identity, the comparison must also
+ *		not use a nondeterministic collation: equal then means the same
+ *		value, which is what an expression of the columns needs.
  */
 static bool
-clause_equates(List *clauses, Var *a, Var *b, Oid opfamily)
+clause_equates(List *clauses, Node *a, Node *b, Oid opfamily, bool identity)
 {
 	ListCell   *lc;
 
@@ -343,8 +357,11 @@ clause_equates(List *clauses, Var *a, Var *b, Oid opfamily)
 			continue;
 		l = linitial(op->args);
 		r = lsecond(op->args);
-		if (!((is_var_of(l, a) && is_var_of(r, b)) ||
-			  (is_var_of(l, b) && is_var_of(r, a))))
+		if (!((is_expr_of(l, a) && is_expr_of(r, b)) ||
+			  (is_expr_of(l, b) && is_expr_of(r, a))))
+			continue;
+		if (identity && OidIsValid(op->inputcollid) &&
+			!get_collation_isdeterministic(op->inputcollid))
 			continue;
 		strategy = get_op_opfamily_strategy(op->opno, opfamily);
 		/* btree and hash both number equality 3 and 1 respectively */
@@ -356,6 +373,104 @@ clause_equates(List *clauses, Var *a, Var *b, Oid opfamily)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * equality_is_identity
+ *		Whether two values of the type that its default equality calls equal
+ *		are the same value, so that any expression of them gives the same
+ *		result.  Not so for numeric (1.0 = 1.00), floats (0 = -0), bpchar
+ *		(trailing spaces) or text under a nondeterministic collation.
+ */
+static bool
+equality_is_identity(Oid typid, Oid collid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case BOOLOID:
+		case CHAROID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case UUIDOID:
+			return true;
+		case TEXTOID:
+		case VARCHAROID:
+		case NAMEOID:
+			return !OidIsValid(collid) || get_collation_isdeterministic(collid);
+		default:
+			return false;
+	}
+}
+
+/*
+ * keys_equated
+ *		Whether the join makes key column p of a and of b equal (rule 4): a
+ *		column key needs "a.k = b.k" with an equality of the key's operator
+ *		family; an expression key, the same expression in both tables
+ *		(checked already) and each column it reads equated with the
+ *		column in the same place of the other, by an equality that means
+ *		identity.  ec_ok: an equivalence class proves it too (inner and
+ *		semi joins).
+ */
+static bool
+keys_equated(PlannerInfo *root, List *joinquals, bool ec_ok,
+			 CjBaseRel *a, CjBaseRel *b, int p)
+{
+	bool		is_expr = (a->table->partattrs[p] == 0);
+	List	   *avars;
+	List	   *bvars;
+	ListCell   *la,
+			   *lb;
+
+	if (!cj_key_exprs_alike(a->table, b->table, p))
+		return false;
+	if (is_expr)
+	{
+		/* the join may equate the key expressions themselves */
+		Node	   *ea = copyObject(a->table->partexprs[p]);
+		Node	   *eb = copyObject(b->table->partexprs[p]);
+
+		ChangeVarNodes(ea, 1, a->rtindex, 0);
+		ChangeVarNodes(eb, 1, b->rtindex, 0);
+		if (clause_equates(joinquals, ea, eb, a->table->partopfamily[p], false) ||
+			(ec_ok && exprs_known_equal(root, ea, eb)))
+			return true;
+	}
+	avars = cj_key_vars(a->table, p, a->rtindex);
+	bvars = cj_key_vars(b->table, p, b->rtindex);
+	if (list_length(avars) != list_length(bvars))
+		return false;
+	forboth(la, avars, lb, bvars)
+	{
+		Var		   *av = lfirst(la);
+		Var		   *bv = lfirst(lb);
+		Oid			family;
+
+		if (!is_expr)
+		{
+			if (!clause_equates(joinquals, (Node *) av, (Node *) bv,
+								a->table->partopfamily[p], false) &&
+				!(ec_ok && exprs_known_equal(root, (Node *) av, (Node *) bv)))
+				return false;
+			continue;
+		}
+		if (av->vartype != bv->vartype || av->varcollid != bv->varcollid ||
+			!equality_is_identity(av->vartype, av->varcollid))
+			return false;
+		family = get_opclass_family(GetDefaultOpClass(av->vartype, BTREE_AM_OID));
+		/* an equivalence class does not tell its collation per member */
+		if (!clause_equates(joinquals, (Node *) av, (Node *) bv, family, true) &&
+			!(ec_ok && !OidIsValid(av->varcollid) &&
+			  exprs_known_equal(root, (Node *) av, (Node *) bv)))
+			return false;
+	}
+	return true;
 }
 
 /* can a class produce rows, given which tables have live rows in it? */
@@ -724,15 +839,93 @@ check_shippable(PlannerInfo *root, CjJoinGroup *g, CjJoinTree *t,
 	}
 }
 
+/* whether exprs read a column of a table of g whose index is in tables */
+static bool
+reads_tables(CjJoinGroup *g, List *exprs, Bitmapset *tables)
+{
+	ListCell   *lc;
+
+	if (tables == NULL)
+		return false;
+	foreach(lc, pull_var_clause((Node *) exprs, PVC_RECURSE_PLACEHOLDERS))
+	{
+		Var		   *v = lfirst(lc);
+		ListCell   *lr;
+
+		foreach(lr, g->rels)
+			if (((CjBaseRel *) lfirst(lr))->rtindex == v->varno &&
+				bms_is_member(foreach_current_index(lr), tables))
+				return true;
+	}
+	return false;
+}
+
+static Bitmapset *
+tree_tables(CjJoinTree *t)
+{
+	if (t->is_base)
+		return bms_make_singleton(t->base);
+	return bms_union(tree_tables(t->outer), tree_tables(t->inner));
+}
+
+/*
+ * check_semi_refs
+ *		The remote SQL writes a semi join as EXISTS (...), so its inner
+ *		tables are out of reach outside it; PostgreSQL may still ask for
+ *		their columns above the join (a column equal to one of the outer
+ *		side, say).  False when a condition of t reads such a column; sets
+ *		*hidden to the tables of t that are out of reach above t.  An anti
+ *		join's inner tables are not counted: their columns are NULL above
+ *		it, and the SQL says so (remote_sql.c name_var).
+ */
+static bool
+check_semi_refs(CjJoinGroup *g, CjJoinTree *t, Bitmapset **hidden)
+{
+	Bitmapset  *ho;
+	Bitmapset  *hi;
+
+	*hidden = NULL;
+	if (t->is_base)
+		return true;
+	if (!check_semi_refs(g, t->outer, &ho) || !check_semi_refs(g, t->inner, &hi))
+		return false;
+	if (reads_tables(g, t->joinquals, bms_union(ho, hi)) ||
+		reads_tables(g, t->otherquals, bms_union(ho, hi)))
+		return false;
+	switch (t->jointype)
+	{
+		case JOIN_SEMI:
+			*hidden = bms_union(ho, tree_tables(t->inner));
+			break;
+		case JOIN_ANTI:
+			*hidden = ho;
+			break;
+		default:
+			*hidden = bms_union(ho, hi);
+			break;
+	}
+	return true;
+}
+
 /*
  * check_target
  *		Every column the join must return has to be a plain column of one of
- *		the joined tables.
+ *		the joined tables, in reach of the remote query's select list.
  */
 static bool
 check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons)
 {
 	ListCell   *lc;
+	Bitmapset  *hidden;
+
+	if (!check_semi_refs(g, g->tree, &hidden) ||
+		reads_tables(g, joinrel->reltarget->exprs, hidden) ||
+		reads_tables(g, g->local_quals, hidden))
+	{
+		*reasons = lappend(*reasons,
+						   pstrdup("the join needs a column of the inner side of a semi join above it"));
+		return false;
+	}
 
 	foreach(lc, joinrel->reltarget->exprs)
 	{
@@ -1015,32 +1208,21 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 		ListCell   *lo,
 				   *li;
 
-		if (first->table->partattrs[p] == 0)
-		{
-			*reasons = lappend(*reasons,
-							   psprintf("table %s is partitioned on an expression", first->alias));
-			return NULL;
-		}
 		foreach(lo, og->rels)
 		{
 			CjBaseRel  *o = lfirst(lo);
-			Var		   *ov;
 
 			if (o->move != CJ_MOVE_NONE)
 				continue;
-			ov = key_var(o, p);
 			foreach(li, ig->rels)
 			{
 				CjBaseRel  *i = lfirst(li);
-				Var		   *iv;
 
 				if (i->move != CJ_MOVE_NONE)
 					continue;
-				iv = key_var(i, p);
-
-				if (clause_equates(joinquals, ov, iv, o->table->partopfamily[p]) ||
-					((jointype == JOIN_INNER || jointype == JOIN_SEMI) &&
-					 exprs_known_equal(root, (Node *) ov, (Node *) iv)))
+				if (keys_equated(root, joinquals,
+								 jointype == JOIN_INNER || jointype == JOIN_SEMI,
+								 o, i, p))
 				{
 					found = true;
 					break;
@@ -1173,11 +1355,7 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 		/* hash partitions of mb refine the anchor's: equal keys required */
 		for (p = 0; p < anchor->table->partnatts; p++)
 		{
-			Var		   *av = key_var(anchor, p);
-			Var		   *bv = key_var(mb, p);
-
-			if (!clause_equates(joinquals, av, bv, anchor->table->partopfamily[p]) &&
-				!(ec_ok && exprs_known_equal(root, (Node *) av, (Node *) bv)))
+			if (!keys_equated(root, joinquals, ec_ok, anchor, mb, p))
 				break;
 		}
 		if (p == anchor->table->partnatts)
@@ -1206,7 +1384,8 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 				continue;
 			bv = makeVar(mb->rtindex, att->attnum, att->atttypid, att->atttypmod,
 						 att->attcollation, 0);
-			if (!clause_equates(joinquals, av, bv, anchor->table->partopfamily[0]) &&
+			if (!clause_equates(joinquals, (Node *) av, (Node *) bv,
+								anchor->table->partopfamily[0], false) &&
 				!(ec_ok && exprs_known_equal(root, (Node *) av, (Node *) bv)))
 				continue;
 			fn = get_opfamily_proc(anchor->table->partopfamily[0], att->atttypid,
@@ -2025,13 +2204,31 @@ cj_group_groups_by_key(CjJoinGroup *g, List *exprs)
 			continue;
 		for (p = 0; p < br->table->partnatts; p++)
 		{
-			Var		   *kv = key_var(br, p);
+			ListCell   *lv;
 			ListCell   *le;
 			bool		found = false;
 
-			foreach(le, exprs)
-				if (is_var_of(lfirst(le), kv))
-					found = true;
+			/* an expression key too is fixed by the columns it reads */
+			foreach(lv, cj_key_vars(br->table, p, br->rtindex))
+			{
+				found = false;
+				foreach(le, exprs)
+					if (is_var_of(lfirst(le), lfirst(lv)))
+						found = true;
+				if (!found)
+					break;
+			}
+			if (!found && br->table->partattrs[p] == 0)
+			{
+				/* or the grouping has the key expression itself */
+				Node	   *kexpr = copyObject(br->table->partexprs[p]);
+
+				ChangeVarNodes(kexpr, 1, br->rtindex, 0);
+				foreach(le, exprs)
+					if (equal(strip_implicit_coercions(lfirst(le)),
+							  strip_implicit_coercions(kexpr)))
+						found = true;
+			}
 			if (!found)
 				break;
 		}
@@ -2156,9 +2353,14 @@ find_prune_keys(CjJoinGroup *g, int *prune_rel)
 
 		for (p = 0; p < table->partnatts; p++)
 		{
-			Var		   *kv = key_var(br, p);
+			Var		   *kv;
 			ListCell   *lc;
 			Expr	   *found = NULL;
+
+			/* an expression key would need its expression of the value */
+			if (table->partattrs[p] == 0)
+				break;
+			kv = key_var(br, p);
 
 			foreach(lc, br->quals)
 			{

@@ -99,6 +99,14 @@ typedef struct CjSqlContext
 	int			cls;			/* class being written */
 	Oid			serverid;		/* node it runs on */
 	CjDeparseContext dctx;
+
+	/*
+	 * Per table of the group: how many semi or anti joins, whose inner side
+	 * holds it, the SQL being written is outside of (and how many of them
+	 * are anti joins).  Such a table is out of reach of the SQL there.
+	 */
+	int		   *hidden;
+	int		   *hidden_by_anti;
 } CjSqlContext;
 
 /* remote_sql.c */

@@ -31,42 +31,90 @@
 #include "colojoin.h"
 #include "planner_internal.h"
 
-static CjBaseRel *
-base_for_varno(CjJoinGroup *g, Index varno)
+static int
+base_index_for_varno(CjJoinGroup *g, Index varno)
 {
 	ListCell   *lc;
 
 	foreach(lc, g->rels)
 	{
-		CjBaseRel  *br = lfirst(lc);
-
-		if (br->rtindex == varno)
-			return br;
+		if (((CjBaseRel *) lfirst(lc))->rtindex == varno)
+			return foreach_current_index(lc);
 	}
-	return NULL;
+	return -1;
 }
 
+/*
+ * name_var
+ *		A column as the remote SQL names it where it is being written.  A
+ *		table inside EXISTS or NOT EXISTS is out of reach outside it: an
+ *		anti join's inner rows never join, so its columns are NULL there,
+ *		which PostgreSQL's own anti join gives too; columns of a semi join's
+ *		inner side are never asked for there (check_target refuses such a
+ *		group).
+ */
 static const char *
 name_var(Var *var, void *arg)
 {
-	CjJoinGroup *g = (CjJoinGroup *) arg;
-	CjBaseRel  *br = base_for_varno(g, var->varno);
+	CjSqlContext *sc = (CjSqlContext *) arg;
+	int			i = base_index_for_varno(sc->g, var->varno);
+	CjBaseRel  *br;
 
-	if (br == NULL || var->varattno <= 0 || var->varlevelsup != 0)
+	if (i < 0 || var->varattno <= 0 || var->varlevelsup != 0)
 		return NULL;
+	br = list_nth(sc->g->rels, i);
+	if (sc->hidden != NULL && sc->hidden[i] > 0)
+	{
+		if (sc->hidden_by_anti[i] == 0)
+			elog(ERROR, "colojoin: a column of %s is needed outside the semi join that reads it",
+				 br->alias);
+		return psprintf("NULL::%s", cj_type_name(var->vartype, var->vartypmod));
+	}
 	return psprintf("r%u.%s", br->rtindex,
 					cj_quote_ident(get_attname(br->relid, var->varattno, false)));
+}
+
+/* add delta to the hiding counts of every table below t (see name_var) */
+static void
+hide_tables(CjSqlContext *sc, CjJoinTree *t, int delta, bool anti)
+{
+	if (t->is_base)
+	{
+		sc->hidden[t->base] += delta;
+		if (anti)
+			sc->hidden_by_anti[t->base] += delta;
+		return;
+	}
+	hide_tables(sc, t->outer, delta, anti);
+	hide_tables(sc, t->inner, delta, anti);
+}
+
+/* every table inside the inner side of a semi or anti join starts hidden */
+static void
+hide_inner_sides(CjSqlContext *sc, CjJoinTree *t)
+{
+	if (t->is_base)
+		return;
+	if (t->jointype == JOIN_SEMI || t->jointype == JOIN_ANTI)
+		hide_tables(sc, t->inner, 1, t->jointype == JOIN_ANTI);
+	hide_inner_sides(sc, t->outer);
+	hide_inner_sides(sc, t->inner);
 }
 
 /* sc ready to write the tasks of g */
 void
 cj_sql_context_init(CjSqlContext *sc, CjJoinGroup *g)
 {
+	int			n = list_length(g->rels);
+
 	memset(sc, 0, sizeof(*sc));
 	sc->g = g;
 	sc->dctx.var_name = name_var;
-	sc->dctx.var_arg = g;
+	sc->dctx.var_arg = sc;
 	sc->dctx.params = NIL;
+	sc->hidden = palloc0(sizeof(int) * n);
+	sc->hidden_by_anti = palloc0(sizeof(int) * n);
+	hide_inner_sides(sc, g->tree);
 }
 
 /* items joined by sep, or empty_text when there are none */
@@ -288,8 +336,7 @@ moved_columns(CjBaseRel *br, const char *qualifier)
 		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "",
 						 qualifier ? qualifier : "",
 						 cj_quote_ident(get_attname(br->relid, lfirst_int(lc), false)));
-	if (buf.len == 0)
-		appendStringInfoString(&buf, "NULL");
+	/* empty when the query needs no column: moved rows are then only counted */
 	return buf.data;
 }
 
@@ -432,13 +479,15 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 	appendStringInfo(&sel, "SELECT %s", moved_columns(br, alias));
 	if (br->move == CJ_MOVE_REPARTITION)
 	{
+		if (br->move_attnos != NIL)
+			appendStringInfoString(&sel, ",");
 		/*
 		 * The row hash of a one-column hash partition key: the support
 		 * function with the partitioning seed, plus the constant that
 		 * hash_combine64 adds to an initial 0, modulo 2^64, then the modulus.
 		 */
 		appendStringInfo(&sel,
-						 ", ((((pg_catalog.%s(r%u.%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
+						 " ((((pg_catalog.%s(r%u.%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
 						 " + 18446744073709551616::pg_catalog.numeric + 5305509591434766563::pg_catalog.numeric)"
 						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4"
 						 " AS colojoin_class",
@@ -569,10 +618,15 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 
 		move = lappend(move, makeInteger((int) dest));
 		move = lappend(move, makeString(create.data));
-		move = lappend(move, makeString(psprintf("COPY %s (%s%s) FROM STDIN", name,
+		/* a table of no columns reads one empty line per row */
+		move = lappend(move, makeString(br->move_attnos == NIL && br->move != CJ_MOVE_REPARTITION ?
+										psprintf("COPY %s FROM STDIN", name) :
+										psprintf("COPY %s (%s%s%s) FROM STDIN", name,
 												 moved_columns(br, NULL),
+												 br->move_attnos != NIL &&
+												 br->move == CJ_MOVE_REPARTITION ? ", " : "",
 												 br->move == CJ_MOVE_REPARTITION ?
-												 ", colojoin_class" : "")));
+												 "colojoin_class" : "")));
 		move = lappend(move, makeString(psprintf("DROP TABLE IF EXISTS %s", name)));
 		move = lappend(move, sources);
 		move = lappend(move, makeString(cls >= 0 ?
@@ -595,7 +649,10 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 {
 	List	   *moves = NIL;
 	ListCell   *lr;
+	int		   *hidden = sc->hidden;
 
+	/* a move reads its table on its own, where every column is in reach */
+	sc->hidden = NULL;
 	*rows_moved = 0;
 	foreach(lr, g->rels)
 	{
@@ -654,6 +711,7 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 				*rows_moved += relrows;
 		}
 	}
+	sc->hidden = hidden;
 	return moves;
 }
 
@@ -739,6 +797,8 @@ deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
 
 				Assert(scope != NULL);
 				deparse_tree(buf, t->outer, scope, sc);
+				/* inside the subquery its tables are in reach */
+				hide_tables(sc, t->inner, -1, t->jointype == JOIN_ANTI);
 				initStringInfo(&sub);
 				appendStringInfoString(&sub, t->jointype == JOIN_ANTI ?
 									   "NOT EXISTS (SELECT NULL FROM " :
@@ -752,6 +812,7 @@ deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
 					append_string_list(&sub, where, " AND ", "true");
 				}
 				appendStringInfoChar(&sub, ')');
+				hide_tables(sc, t->inner, 1, t->jointype == JOIN_ANTI);
 				*scope = lappend(*scope, sub.data);
 				if (t->remote_otherquals)
 					*scope = lappend(*scope, quals_text(t->remote_otherquals, sc));
