@@ -8,6 +8,7 @@
 MODULE_big = colojoin
 OBJS = \
 	src/colojoin.o \
+	src/options.o \
 	src/metadata.o \
 	src/colocation.o \
 	src/shard_views.o \

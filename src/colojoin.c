@@ -3,7 +3,7 @@
  * colojoin.c
  *	  Module entry point: settings and the registration of every hook and
  *	  callback, plus the test of whether colojoin is installed in the
- *	  current database and the option lookup every catalog reader shares.
+ *	  current database.
  *
  *	  Nothing here plans or executes; each concern registers its own hooks
  *	  through its *_init function.
@@ -75,26 +75,6 @@ colojoin_is_active(void)
 			active_state = CJ_ACTIVE_NO;
 	}
 	return active_state == CJ_ACTIVE_YES;
-}
-
-/*
- * cj_option_value
- *		The value of option name in a list of DefElem (a server's, a user
- *		mapping's, a foreign table's or a column's options), or NULL.
- */
-char *
-cj_option_value(List *options, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, options)
-	{
-		DefElem    *def = (DefElem *) lfirst(lc);
-
-		if (strcmp(def->defname, name) == 0)
-			return defGetString(def);
-	}
-	return NULL;
 }
 
 static void

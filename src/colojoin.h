@@ -38,8 +38,6 @@ extern bool colojoin_binary_results;
  */
 extern bool colojoin_is_active(void);
 
-/* the value of option name in a list of DefElem, or NULL */
-extern char *cj_option_value(List *options, const char *name);
 
 /* Module initialisation of the files that register hooks or callbacks */
 extern void cj_metadata_init(void);

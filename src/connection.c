@@ -44,6 +44,7 @@
 #include "utils/wait_event.h"
 
 #include "colojoin.h"
+#include "options.h"
 #include "connection.h"
 
 /* how long abort processing waits for a node before closing the connection */

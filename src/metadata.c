@@ -48,6 +48,7 @@
 #include "utils/syscache.h"
 
 #include "colojoin.h"
+#include "options.h"
 #include "colocation.h"
 #include "metadata.h"
 
