@@ -345,6 +345,17 @@ SELECT cj_decl.load('tc_a', $$SELECT chr(65 + g % 40), g FROM generate_series(1,
 SELECT cj_decl.load('tc_b', $$SELECT chr(65 + (g * 3) % 45), g FROM generate_series(1, 100) g$$);
 SELECT cj_decl.load('tc_p', $$SELECT chr(65 + (g * 5) % 45), g FROM generate_series(1, 100) g$$);
 SELECT cj_decl.load('dm_a', $$SELECT 1 + g % 60, g FROM generate_series(1, 100) g$$);
+-- date keys: a range table joined to a hash one cannot be repartitioned
+-- by date's hash function (declared on int4, which date does not cast to)
+CREATE TABLE cj_decl_s.dt_r (d date, v int) PARTITION BY RANGE (d);
+SELECT cj_decl.leaf('cj_decl_s.dt_r', 'dt_r' || i, b, i + 1, 'd date, v int')
+FROM (VALUES (0, 'FOR VALUES FROM (MINVALUE) TO (''2024-02-01'')'),
+			 (1, 'FOR VALUES FROM (''2024-02-01'') TO (MAXVALUE)')) v(i, b);
+CREATE TABLE cj_decl_s.dt_h (d date, w int) PARTITION BY HASH (d);
+SELECT cj_decl.hash_leaves('cj_decl_s.dt_h', 'dt_h', 4, 'd date, w int');
+SELECT cj_decl.twin(t) FROM unnest('{dt_r,dt_h}'::text[]) t;
+SELECT cj_decl.load('dt_r', $$SELECT date '2024-01-01' + g % 70, g FROM generate_series(1, 140) g$$);
+SELECT cj_decl.load('dt_h', $$SELECT date '2024-01-01' + (g * 3) % 80, g FROM generate_series(1, 160) g$$);
 SELECT * FROM colojoin.colocation('cj_decl_s.tc_a', 'cj_decl_s.tc_p');
 SELECT q, (cj_decl.check(q)).* FROM (VALUES
 	('SELECT * FROM dc_a'),
@@ -356,6 +367,9 @@ SELECT q, (cj_decl.check(q)).* FROM (VALUES
 	('SELECT * FROM tc_a JOIN tc_b USING (k)'),
 	('SELECT * FROM tc_a JOIN tc_p ON tc_a.k = tc_p.k COLLATE "C"'),
 	('SELECT * FROM tc_a LEFT JOIN tc_p ON tc_a.k = tc_p.k COLLATE "POSIX"'),
+	('SELECT count(*) FROM dt_r JOIN dt_h USING (d)'),
+	('SELECT * FROM dt_r JOIN dt_h USING (d) WHERE v < 30'),
+	('SELECT * FROM dt_h LEFT JOIN dt_r USING (d)'),
 	('SELECT * FROM dm_a JOIN dc_b USING (k)'),
 	('SELECT * FROM dm_a LEFT JOIN dc_b ON dm_a.k = dc_b.k')
 ) qs(q);

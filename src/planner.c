@@ -42,6 +42,7 @@
 #include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "parser/parse_coerce.h"
 #include "rewrite/rewriteManip.h"
 
 #include "colojoin.h"
@@ -1394,6 +1395,27 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 				(OidIsValid(att->attcollation) &&
 				 !get_collation_isdeterministic(att->attcollation)))
 				continue;
+
+			/*
+			 * The node calls the support function by name in SQL, which
+			 * needs the column to be of the function's argument type or to
+			 * cast to it without a change of representation: date's hash
+			 * support function is declared on int4, which date does not
+			 * cast to.
+			 */
+			if (get_func_nargs(fn) != 2)
+				continue;
+			{
+				Oid		   *argtypes;
+				int			nargs;
+				Oid			argtype;
+
+				(void) get_func_signature(fn, &argtypes, &nargs);
+				argtype = argtypes[0];
+				if (argtype != att->atttypid &&
+					!IsBinaryCoercible(att->atttypid, argtype))
+					continue;
+			}
 			mb->move_key = att->attnum;
 			mb->move_hashfn = fn;
 			mb->move_modulus = ma;

@@ -168,6 +168,17 @@ quals_text(List *quals, CjSqlContext *sc)
 	return buf.data;
 }
 
+/* the type a hash support function takes its value as */
+static Oid
+hash_arg_type(Oid fn)
+{
+	Oid		   *argtypes;
+	int			nargs;
+
+	(void) get_func_signature(fn, &argtypes, &nargs);
+	return argtypes[0];
+}
+
 /*
  * leaf_select
  *		"SELECT remote_col AS parent_col, ... FROM schema.table" for one leaf
@@ -487,12 +498,13 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 		 * hash_combine64 adds to an initial 0, modulo 2^64, then the modulus.
 		 */
 		appendStringInfo(&sel,
-						 " ((((pg_catalog.%s(r%u.%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
+						 " ((((pg_catalog.%s(r%u.%s::%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
 						 " + 18446744073709551616::pg_catalog.numeric + 5305509591434766563::pg_catalog.numeric)"
 						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4"
 						 " AS colojoin_class",
 						 cj_quote_ident(get_func_name(br->move_hashfn)), br->rtindex,
 						 cj_quote_ident(get_attname(br->relid, br->move_key, false)),
+						 cj_type_name(hash_arg_type(br->move_hashfn), -1),
 						 br->move_modulus);
 	}
 	appendStringInfoString(&sel, " FROM (");
