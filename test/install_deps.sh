@@ -11,9 +11,10 @@ set -euo pipefail
 
 # postgresql-15: the servers and postgres_fdw; postgresql-server-dev-15: PGXS
 # (with clang and llvm for the JIT bitcode), pg_regress and
-# PostgreSQL::Test::Cluster; libipc-run-perl: what the TAP tests run with.
+# PostgreSQL::Test::Cluster; libipc-run-perl: what the TAP tests run with;
+# python3: the fuzz test (test/fuzz/fuzz.py, standard library only).
 PACKAGES=(build-essential perl postgresql-15 postgresql-client-15
-	postgresql-server-dev-15 libipc-run-perl)
+	postgresql-server-dev-15 libipc-run-perl python3)
 
 missing() {
 	local pgbin=/usr/lib/postgresql/15/bin
@@ -25,6 +26,7 @@ missing() {
 	command -v make >/dev/null || return 0
 	command -v gcc >/dev/null || return 0
 	command -v prove >/dev/null || return 0
+	command -v python3 >/dev/null || return 0
 	perl -MIPC::Run -e1 2>/dev/null || return 0
 	id postgres >/dev/null 2>&1 || return 0
 	return 1

@@ -5,11 +5,15 @@
 #
 #   test/run_tests.sh              everything
 #   test/run_tests.sh NAME...      only these pg_regress suites (names from
-#                                  test/schedule) and TAP tests (001_loading
-#                                  or test/t/001_loading.pl)
+#                                  test/schedule), TAP tests (001_loading
+#                                  or test/t/001_loading.pl) and "fuzz"
 #
-# The last line printed is "N passed, N failed" (pg_regress tests plus TAP
-# test files).  The exit status is 0 only when every test passed and at least
+# After the pg_regress suites, against the same cluster, "fuzz" runs the
+# randomized differential test (test/fuzz.sh) from fixed seeds: one more
+# test, failed when any of its queries failed.
+#
+# The last line printed is "N passed, N failed" (pg_regress tests, fuzz,
+# TAP test files).  The exit status is 0 only when every test passed and at least
 # one ran.  The cluster is always stopped on exit, and a cluster left behind
 # by an earlier run is stopped and recreated first.
 #
@@ -19,6 +23,8 @@
 #                                   (default /tmp/colojoin-tests-$CJ_PORT)
 #   CJ_NODES         number of nodes (default 3)
 #   CJ_SKIP_BUILD=1  do not run make / make install (use what is installed)
+#   CJ_FUZZ_SEEDS    seeds of the fuzz test (default "1 2 3 4")
+#   CJ_FUZZ_COUNT    queries per seed (default 300)
 #   PG_CONFIG        pg_config of PostgreSQL 15
 #                    (default /usr/lib/postgresql/15/bin/pg_config)
 #
@@ -113,20 +119,23 @@ done
 
 suites=()
 taps=()
+run_fuzz=0
 if [ $# -eq 0 ]; then
 	suites=("${all_suites[@]}")
 	taps=("${all_taps[@]}")
+	run_fuzz=1
 else
 	for arg in "$@"; do
 		base=$(basename "$arg" .pl)
 		found=0
+		[ "$base" = fuzz ] && { run_fuzz=1; found=1; }
 		for s in "${all_suites[@]}"; do
 			[ "$s" = "$base" ] && { suites+=("$s"); found=1; }
 		done
 		for t in "${all_taps[@]}"; do
 			[ "$(basename "$t" .pl)" = "$base" ] && { taps+=("$t"); found=1; }
 		done
-		[ $found = 1 ] || { echo "run_tests.sh: no suite in test/schedule and no test/t/*.pl named $arg" >&2; fail "$arg"; }
+		[ $found = 1 ] || { echo "run_tests.sh: no suite in test/schedule, no test/t/*.pl and no fuzz named $arg" >&2; fail "$arg"; }
 	done
 fi
 
@@ -249,13 +258,36 @@ run_tap() {
 	done
 }
 
-if [ ${#suites[@]} -gt 0 ]; then
+# The randomized differential test (test/fuzz.sh, test/fuzz/fuzz.py) from
+# fixed seeds, against the cluster the suites used: one test, passed when
+# every seed's run reported no failure.  Its output is kept in
+# $CJ_CLUSTER_DIR/fuzz.log.
+fuzz_test() {
+	local log="$CJ_CLUSTER_DIR/fuzz.log" seed rc=0 seeds count
+	seeds=${CJ_FUZZ_SEEDS:-1 2 3 4}
+	count=${CJ_FUZZ_COUNT:-300}
+	say "fuzz: seeds $seeds, $count queries each"
+	: >"$log"
+	for seed in $seeds; do
+		"$ROOT/test/fuzz.sh" "$seed" "$count" 2>&1 | tee -a "$log"
+		[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+	done
+	if [ $rc -eq 0 ]; then
+		pass
+	else
+		echo "run_tests.sh: fuzz failed (output in $log)" >&2
+		fail fuzz
+	fi
+}
+
+if [ ${#suites[@]} -gt 0 ] || [ $run_fuzz = 1 ]; then
 	say "cluster: $CJ_NODES nodes, coordinator on port $CJ_PORT, in $CJ_CLUSTER_DIR"
 	# Whatever an earlier run left behind is stopped and thrown away, so every
 	# run starts from freshly initialised servers.
 	"$CLUSTER" destroy || summary_and_exit 1
 	"$CLUSTER" start || summary_and_exit 1
 	run_regress
+	[ $run_fuzz = 1 ] && fuzz_test
 	"$CLUSTER" stop
 else
 	# the TAP scratch directory lives under CJ_CLUSTER_DIR too

@@ -1,0 +1,1507 @@
+#!/usr/bin/env python3
+"""
+test/fuzz/fuzz.py -- seeded randomized differential test of colojoin.
+
+From a seed, declares sharded tables at random (partitioned tables of schema
+fz_s whose leaves, in schema fz_p, are postgres_fdw foreign tables on the
+three nodes of the test cluster, schema fz_r there) and a plain local twin of
+each (schema fz_l) holding exactly the same rows, then generates queries over
+them and runs each query text twice, with search_path fz_s and with fz_l,
+comparing the results as multisets.  A mismatch, or an error on the sharded
+side only, is a failure: it is printed with the seed, the declarations it
+needs and the query, reduced as far as the failure persists.
+
+Queries are checked in bulk: one psql process per world runs a script in
+which function fz_m.chk(query, args, mode, settings) runs and compares both
+sides; only failures are re-run one by one, to reduce them.
+
+Usage (the cluster's ports come from the environment, as the suites read
+them: PGHOST/PGPORT/PGUSER/PGDATABASE and CJ_NODE1_PORT..CJ_NODE3_PORT):
+
+    fuzz.py --seed SEED --count COUNT [--no-FEATURE ...] [--keep] [-v]
+
+Every feature of FEATURES below can be left out with --no-FEATURE, or with
+FUZZ_EXCLUDE=feature,feature (--help lists them).
+"""
+
+import argparse
+import hashlib
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+
+FEATURES = {
+    'expr-keys': 'partition keys that are expressions ((k % 1000), lower(r), (k + k2))',
+    'multilevel': 'sub-partitioned partitions',
+    'default-parts': 'DEFAULT partitions (list and range)',
+    'null-keys': 'NULL partition keys (and list partitions accepting NULL)',
+    'partial-hash': 'hash tables lacking some remainders',
+    'replicas': 'colojoin.add_replica on some leaves',
+    'dropped-cols': 'dropped columns on parents and attached leaves',
+    'attach': 'leaves created apart (other column order) and attached',
+    'remote-rename': 'foreign leaf columns with column_name options',
+    'text-keys': 'text keys (collations C, POSIX, default)',
+    'date-keys': 'date keys',
+    'uuid-keys': 'uuid keys',
+    'numeric-keys': 'numeric keys',
+    'analyze': 'ANALYZE on some tables',
+    'outer': 'LEFT, RIGHT and FULL joins',
+    'cross': 'CROSS JOIN and comma joins',
+    'semi': 'semi joins (EXISTS, IN)',
+    'anti': 'anti joins (NOT EXISTS, LEFT JOIN ... IS NULL, NOT IN)',
+    'anti-cols': 'columns of an anti-joined side in the output',
+    'semi-under-outer': 'EXISTS in the ON clause of an outer join',
+    'nonequi': 'join conditions that are not equalities of keys',
+    'aggregates': 'GROUP BY, HAVING, aggregates, count(DISTINCT)',
+    'distinct': 'SELECT DISTINCT',
+    'limit': 'ORDER BY (over every output column) with LIMIT/OFFSET',
+    'whole-row': 'whole-row references (t, t::text)',
+    'no-column-moves': 'SELECT count(*) FROM x CROSS JOIN y and the like',
+    'prepared': 'prepared statements under force_custom_plan and force_generic_plan',
+    'settings': 'colojoin settings varied per query',
+}
+
+ROW_CAP = 50000          # rows read of one side before giving up (both: skipped)
+SCHEMAS = ('fz_s', 'fz_p', 'fz_l', 'fz_m')
+SERVERS = ('fz_n1', 'fz_n2', 'fz_n3')
+REMOTE_SCHEMA = 'fz_r'
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def q_lit(s):
+    return "'" + str(s).replace("'", "''") + "'"
+
+
+def q_ident(s):
+    if re.fullmatch(r'[a-z_][a-z0-9_]*', s):
+        return s
+    return '"' + s.replace('"', '""') + '"'
+
+
+def md5_uuid(i):
+    h = hashlib.md5(str(i).encode()).hexdigest()
+    return '%s-%s-%s-%s-%s' % (h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
+
+
+# --------------------------------------------------------------------------
+# the world: domains, partitioning schemes, tables
+# --------------------------------------------------------------------------
+
+COLS = ['k', 'k2', 'r', 'd', 'u', 'v', 's', 'n']
+FAMILY = {'k': 'int', 'k2': 'int', 'r': 'text', 'd': 'date', 'u': 'uuid',
+          'v': 'int', 's': 'text', 'n': 'num'}
+
+
+class Domains:
+    def __init__(self, rng):
+        self.Rk = rng.choice([30, 100, 300])
+        self.R2 = rng.choice([10, 50])
+        self.Rr = rng.choice([8, 20, 60])
+        self.Rd = rng.choice([20, 100])
+        self.Ru = rng.choice([16, 64])
+
+    # values (python, sql literal) a key expression can take, sorted
+    def values(self, kexpr):
+        name = kexpr['name']
+        if name in ('k', 'abs(k)'):
+            return [(i, str(i)) for i in range(self.Rk)]
+        if name == '(k % 1000)':
+            return [(i, str(i)) for i in range(min(self.Rk, 1000))]
+        if name == '(k % 10)':
+            return [(i, str(i)) for i in range(10)]
+        if name == '(k + k2)':
+            return [(i, str(i)) for i in range(self.Rk + self.R2 - 1)]
+        if name == 'k2':
+            return [(i, str(i)) for i in range(self.R2)]
+        if name == 'r':
+            vals = ['r%d' % i for i in range(self.Rr)] + ['R%d' % i for i in range(self.Rr)]
+            return [(x, q_lit(x)) for x in sorted(vals)]
+        if name == 'lower(r)':
+            vals = ['r%d' % i for i in range(self.Rr)]
+            return [(x, q_lit(x)) for x in sorted(vals)]
+        if name == 'd':
+            import datetime
+            base = datetime.date(2020, 1, 1)
+            return [(i, q_lit((base + datetime.timedelta(days=i)).isoformat()))
+                    for i in range(self.Rd)]
+        if name == 'u':
+            vals = sorted(md5_uuid(i) for i in range(self.Ru))
+            return [(x, q_lit(x)) for x in vals]
+        raise ValueError(name)
+
+
+# key expressions: name (over bare columns), template over alias {a}, family
+KEYS = {
+    'k': ('{a}.k', 'int', ['k'], False),
+    'k2': ('{a}.k2', 'int', ['k2'], False),
+    'r': ('{a}.r', 'text', ['r'], False),
+    'd': ('{a}.d', 'date', ['d'], False),
+    'u': ('{a}.u', 'uuid', ['u'], False),
+    '(k % 1000)': ('({a}.k % 1000)', 'int', ['k'], True),
+    '(k % 10)': ('({a}.k % 10)', 'int', ['k'], True),
+    '(k + k2)': ('({a}.k + {a}.k2)', 'int', ['k', 'k2'], True),
+    'abs(k)': ('abs({a}.k)', 'int', ['k'], True),
+    'lower(r)': ('lower({a}.r)', 'text', ['r'], True),
+}
+
+
+def kexpr(name):
+    t, fam, cols, is_expr = KEYS[name]
+    return {'name': name, 'tmpl': t, 'family': fam, 'cols': cols, 'expr': is_expr}
+
+
+def key_sql(k):
+    """the key as written in PARTITION BY and over a row's bare columns"""
+    if k['expr']:
+        return '(%s)' % k['name'] if not k['name'].startswith('(') else '(%s)' % k['name']
+    return k['name']
+
+
+def bare(k):
+    return k['name']
+
+
+class Gen:
+    """everything random about one world"""
+
+    def __init__(self, seed, feats):
+        self.rng = random.Random(seed)
+        self.seed = seed
+        self.f = feats
+
+    def on(self, feat, p=1.0):
+        return feat in self.f and self.rng.random() < p
+
+    # -- partitioning schemes ---------------------------------------------
+
+    def key_choices(self, strategy, level):
+        rng = self.rng
+        c = []
+        if strategy == 'hash':
+            c += [['k']] * 4 + [['k2']] * (1 if level else 0)
+            if self.on('text-keys'):
+                c += [['r'], ['k', 'r']]
+            if self.on('uuid-keys'):
+                c += [['u']]
+            if self.on('date-keys'):
+                c += [['d']]
+            if self.on('expr-keys'):
+                c += [['(k % 1000)'], ['lower(r)'] if 'text-keys' in self.f else ['(k + k2)'],
+                      ['(k + k2)']]
+        elif strategy == 'list':
+            c += [['(k % 10)']] if self.on('expr-keys') else []
+            c += [['k2']]
+            if self.dom.Rk <= 100:
+                c += [['k']] * 2
+            if self.on('text-keys'):
+                c += [['r']] * 2
+                if self.on('expr-keys'):
+                    c += [['lower(r)']] * 2
+            if self.on('date-keys'):
+                c += [['d']]
+            if not c:
+                c = [['k2']]
+        else:
+            c += [['k']] * 3 + [['k2']]
+            if self.on('expr-keys'):
+                c += [['(k + k2)'], ['abs(k)']]
+            if self.on('text-keys'):
+                c += [['r']]
+            if self.on('date-keys'):
+                c += [['d']]
+            if self.on('uuid-keys'):
+                c += [['u']]
+        return [kexpr(n) for n in rng.choice(c)]
+
+    def scheme(self, level=0, used=()):
+        rng = self.rng
+        strategy = rng.choice(['hash', 'hash', 'list', 'range'])
+        for _ in range(10):
+            keys = self.key_choices(strategy, level)
+            if not any(c in used for k in keys for c in k['cols']):
+                break
+        else:
+            strategy, keys = 'hash', [kexpr('k2')]
+        s = {'strategy': strategy, 'keys': keys, 'parts': [], 'has_default': False}
+        if strategy == 'hash':
+            m = rng.choice([2, 3, 4, 4, 6, 8]) if level == 0 else rng.choice([2, 3])
+            s['modulus'] = m
+            for r in range(m):
+                s['parts'].append({'bound': 'FOR VALUES WITH (MODULUS %d, REMAINDER %d)' % (m, r),
+                                   'cond': ('satisfies_hash_partition({REL}::regclass, %d, %d, %s)'
+                                            % (m, r, ', '.join(key_sql(k) for k in keys))),
+                                   'rem': r})
+        elif strategy == 'list':
+            k = keys[0]
+            vals = self.dom.values(k)
+            np_ = rng.randint(2, 5) if level == 0 else rng.randint(2, 3)
+            default = self.on('default-parts', 0.4)
+            lists = [[] for _ in range(np_)]
+            for v in vals:
+                if (default or True) and rng.random() < 0.1:
+                    continue        # to the default partition, or filtered out
+                lists[rng.randrange(np_)].append(v[1])
+            null_in = None
+            if self.on('null-keys', 0.5):
+                null_in = rng.randrange(np_)
+            for i, l in enumerate(lists):
+                items = list(l) + (['NULL'] if null_in == i else [])
+                if not items:
+                    continue
+                cond = '(%s IN (%s)%s)' % (key_sql(k), ', '.join(l) if l else 'NULL',
+                                             (' OR %s IS NULL' % key_sql(k)) if null_in == i else '')
+                s['parts'].append({'bound': 'FOR VALUES IN (%s)' % ', '.join(items), 'cond': cond})
+            if default:
+                s['parts'].append({'bound': 'DEFAULT', 'cond': None})
+                s['has_default'] = True
+        else:
+            k = keys[0]
+            vals = self.dom.values(k)
+            np_ = rng.randint(2, 5) if level == 0 else rng.randint(2, 3)
+            splits = sorted(rng.sample(range(1, len(vals)), min(np_ - 1, len(vals) - 1)))
+            edges = ['MINVALUE'] + [vals[i][1] for i in splits] + ['MAXVALUE']
+            if rng.random() < 0.2:
+                edges[0] = vals[rng.randrange(0, max(1, splits[0]))][1]
+            if rng.random() < 0.2 and splits[-1] + 1 < len(vals):
+                edges[-1] = vals[rng.randrange(splits[-1] + 1, len(vals))][1]
+            skip = rng.randrange(len(edges) - 1) if rng.random() < 0.15 and len(edges) > 3 else -1
+            for i in range(len(edges) - 1):
+                if i == skip:
+                    continue
+                lo, hi = edges[i], edges[i + 1]
+                conds = ['%s IS NOT NULL' % key_sql(k)]
+                if lo != 'MINVALUE':
+                    conds.append('%s >= %s' % (key_sql(k), lo))
+                if hi != 'MAXVALUE':
+                    conds.append('%s < %s' % (key_sql(k), hi))
+                s['parts'].append({'bound': 'FOR VALUES FROM (%s) TO (%s)' % (lo, hi),
+                                   'cond': '(' + ' AND '.join(conds) + ')'})
+            if self.on('default-parts', 0.4):
+                s['parts'].append({'bound': 'DEFAULT', 'cond': None})
+                s['has_default'] = True
+        if level == 0 and self.on('multilevel', 0.3):
+            used = set(c for k in keys for c in k['cols'])
+            for p in s['parts']:
+                if rng.random() < 0.4:
+                    p['sub'] = self.scheme(1, used)
+        for p in s['parts']:
+            self.place(p)
+        return s
+
+    def place(self, p):
+        if p.get('sub'):
+            return
+        p['node'] = self.rng.randint(1, 3)
+
+    # -- tables -------------------------------------------------------------
+
+    def table(self, name, scheme, variant_of=None):
+        import copy
+        rng = self.rng
+        t = {'name': name}
+        s = copy.deepcopy(scheme)
+        if variant_of is not None:
+            v = rng.random()
+            leaves = list(iter_leaves(s))
+            if v < 0.1:
+                for p in leaves:
+                    p['node'] = p['node'] % 3 + 1
+                t['variant'] = 'shifted placement'
+            elif v < 0.2:
+                for p in leaves:
+                    if rng.random() < 0.35:
+                        p['node'] = rng.randint(1, 3)
+                t['variant'] = 'partly shared placement'
+            elif v < 0.28 and s['strategy'] == 'hash' and 'partial-hash' in self.f and len(s['parts']) > 2:
+                keep = rng.sample(range(len(s['parts'])), len(s['parts']) - 1)
+                s['parts'] = [p for i, p in enumerate(s['parts']) if i in keep]
+                t['variant'] = 'lacks a remainder'
+            elif v < 0.35 and s['strategy'] == 'hash':
+                m = s['modulus'] * 2
+                s['modulus'] = m
+                s['parts'] = [{'bound': 'FOR VALUES WITH (MODULUS %d, REMAINDER %d)' % (m, r),
+                               'cond': ('satisfies_hash_partition({REL}::regclass, %d, %d, %s)'
+                                        % (m, r, ', '.join(key_sql(k) for k in s['keys']))),
+                               'node': r % 3 + 1} for r in range(m)]
+                t['variant'] = 'double modulus'
+            else:
+                t['variant'] = 'colocated'
+        elif s['strategy'] == 'hash' and self.on('partial-hash', 0.1) and len(s['parts']) > 2:
+            del s['parts'][rng.randrange(len(s['parts']))]
+        t['scheme'] = s
+        # column types
+        ktypes = ['int4', 'int8', 'int2']
+        t['ktype'] = rng.choice(ktypes) if variant_of is None else \
+            (variant_of['ktype'] if rng.random() < 0.7 else rng.choice(ktypes))
+        if self.on('numeric-keys', 0.12):
+            t['ktype'] = 'numeric'
+        keycols = set(c for k in s['keys'] for c in k['cols'])
+        colls = ['', ' COLLATE "C"', ' COLLATE "POSIX"'] if 'text-keys' in self.f else ['']
+        if variant_of is not None and 'r' in keycols:
+            t['rcoll'] = variant_of['rcoll']
+        else:
+            t['rcoll'] = rng.choice(colls)
+        t['types'] = {'k': t['ktype'], 'k2': 'int4', 'r': 'text' + t['rcoll'], 'd': 'date',
+                      'u': 'uuid', 'v': 'int4', 's': 'text', 'n': 'numeric(10,2)'}
+        order = list(COLS)
+        rng.shuffle(order)
+        t['order'] = order
+        t['dropped'] = []
+        if self.on('dropped-cols', 0.4):
+            for i in range(rng.randint(1, 2)):
+                t['dropped'].append((rng.randrange(len(order) + 1), 'x_drop%d' % i))
+        # data
+        dom = self.dom
+        N = rng.choice([0, 5, 40, 40, 150, 150, 150, 600, 600, 2500])
+        N = min(N, dom.Rk * 10)
+        t['N'] = N
+        nulls = 'null-keys' in self.f
+        a = lambda: rng.choice([1, 3, 7, 11, 13, 17, 31, 37])
+        b = lambda: rng.randrange(100)
+
+        def maybe_null(e, p):
+            if nulls and rng.random() < p:
+                return 'CASE WHEN g %% %d = 0 THEN NULL ELSE %s END' % (rng.choice([7, 11, 13, 29]), e)
+            return e
+        kb = '(g * %d + %d) %% %d' % (a(), b(), dom.Rk)
+        if N <= 600 and rng.random() < 0.3:
+            kb = 'CASE WHEN g %% 3 = 0 THEN %d ELSE %s END' % (rng.randrange(dom.Rk), kb)
+            t['skewed'] = True
+        if t['ktype'] == 'numeric' and rng.random() < 0.5:
+            kb = '(%s)::numeric + CASE WHEN g %% 7 = 3 THEN 0.5 ELSE 0 END' % kb
+        rb = "'r' || ((g * %d + %d) %% %d)" % (a(), b(), dom.Rr)
+        rb = 'CASE WHEN g %% 5 = 0 THEN upper(%s) ELSE %s END' % (rb, rb)
+        t['gen'] = {
+            'k': '(%s)::%s' % (maybe_null(kb, 0.4), t['ktype']),
+            'k2': '(%s)::int4' % maybe_null('(g * %d) %% %d' % (a(), dom.R2), 0.2),
+            'r': '(%s)' % maybe_null(rb, 0.3),
+            'd': maybe_null("date '2020-01-01' + ((g * %d) %% %d)::int" % (a(), dom.Rd), 0.2),
+            'u': maybe_null('md5(((g * %d) %% %d)::text)::uuid' % (a(), dom.Ru), 0.2),
+            'v': '(%s)::int4' % maybe_null('(g * %d + %d) %% 100' % (a(), b()), 0.3),
+            's': "'s' || (g % 13)",
+            'n': '((((g * %d) %% 1000) / 4.0))::numeric(10,2)' % a(),
+        }
+        t['analyze'] = self.on('analyze', 0.6)
+        t['replicas'] = self.on('replicas', 0.3)
+        return t
+
+
+def iter_leaves(s):
+    for p in s['parts']:
+        if p.get('sub'):
+            yield from iter_leaves(p['sub'])
+        else:
+            yield p
+
+
+def route_filter(s, rel):
+    """a predicate over a row's bare columns: true when the row has a leaf to
+    go to (None: every row has)"""
+    def cond(p):
+        return 'coalesce(%s, false)' % p['cond'].replace('{REL}', q_lit(rel))
+
+    def sub(p):
+        return route_filter(p['sub'], p['rel']) if p.get('sub') else None
+    nondef = [p for p in s['parts'] if p['cond'] is not None]
+    terms = []
+    for p in nondef:
+        sf = sub(p)
+        terms.append(cond(p) if sf is None else '(%s AND %s)' % (cond(p), sf))
+    for p in s['parts']:
+        if p['cond'] is None:
+            sf = sub(p)
+            rest = ('NOT (%s)' % ' OR '.join(cond(x) for x in nondef)) if nondef else 'true'
+            terms.append(rest if sf is None else '(%s AND %s)' % (rest, sf))
+    if s['has_default'] and not any(p.get('sub') for p in s['parts']):
+        return None
+    return '(' + (' OR '.join(terms) or 'false') + ')'
+
+
+class World:
+    def __init__(self, seed, feats):
+        self.seed = seed
+        g = Gen(seed, feats)
+        self.g = g
+        rng = g.rng
+        g.dom = Domains(rng)
+        self.dom = g.dom
+        self.tables = []
+        n = 0
+        nfam = rng.randint(2, 3)
+        for fi in range(nfam):
+            sch = g.scheme()
+            base = None
+            for j in range(rng.randint(2, 3)):
+                t = g.table('tab%d' % n, sch, base)
+                t['family'] = fi
+                if base is None:
+                    base = t
+                    t['variant'] = 'family %d base' % fi
+                self.tables.append(t)
+                n += 1
+        for j in range(rng.randint(1, 2)):
+            t = g.table('tab%d' % n, g.scheme())
+            t['family'] = 100 + j
+            t['variant'] = 'independent'
+            self.tables.append(t)
+            n += 1
+        self.stmts = []     # (tables or None, target, sql); target 'c' or node number
+        self.emit_ddl()
+
+    def add(self, tabs, target, sql):
+        self.stmts.append((tabs, target, sql))
+
+    def coldef(self, t, c, rename=False):
+        ty = t['types'][c]
+        coll = ''
+        if ' COLLATE ' in ty:
+            ty, coll = ty.split(' COLLATE ')
+            coll = ' COLLATE ' + coll
+        opt = " OPTIONS (column_name '%s_remote')" % c if rename else ''
+        return '%s %s%s%s' % (c, ty, opt, coll)
+
+    def emit_ddl(self):
+        g = self.g
+        rng = g.rng
+        for t in self.tables:
+            name = t['name']
+            T = [name]
+            cols = list(t['order'])
+            defs = [self.coldef(t, c) for c in cols]
+            for pos, dname in t['dropped']:
+                defs.insert(min(pos, len(defs)), '%s int' % dname)
+            s = t['scheme']
+            self.add(T, 'c', 'CREATE TABLE fz_s.%s (%s) PARTITION BY %s (%s)' % (
+                name, ', '.join(defs), s['strategy'].upper(),
+                ', '.join(key_sql(k) for k in s['keys'])))
+            for pos, dname in t['dropped']:
+                self.add(T, 'c', 'ALTER TABLE fz_s.%s DROP COLUMN %s' % (name, dname))
+            self.add(T, 'c', 'CREATE TABLE fz_l.%s (%s)' % (name, ', '.join(self.coldef(t, c) for c in cols)))
+            self.emit_parts(t, s, 'fz_s.' + name, name)
+
+    def emit_parts(self, t, s, parent, prefix):
+        g = self.g
+        rng = g.rng
+        T = [t['name']]
+        for i, p in enumerate(s['parts']):
+            leaf = '%s_%s' % (prefix, 'def' if p['bound'] == 'DEFAULT' else 'p%d' % i)
+            p['rel'] = 'fz_p.' + leaf
+            if p.get('sub'):
+                sub = p['sub']
+                self.add(T, 'c', 'CREATE TABLE fz_p.%s PARTITION OF %s %s PARTITION BY %s (%s)' % (
+                    leaf, parent, p['bound'], sub['strategy'].upper(),
+                    ', '.join(key_sql(k) for k in sub['keys'])))
+                self.emit_parts(t, sub, 'fz_p.' + leaf, leaf)
+                continue
+            node = p['node']
+            p['leaf'] = leaf
+            rename = g.on('remote-rename', 0.15) and 'attach' in g.f
+            attach = rename or g.on('attach', 0.25)
+            rcols = list(COLS)
+            rng.shuffle(rcols)
+            self.add(T, node, 'CREATE TABLE %s.%s (%s)' % (
+                REMOTE_SCHEMA, leaf, ', '.join(('%s_remote' % c if rename else c) + ' ' + t['types'][c]
+                                               for c in rcols)))
+            srv = 'fz_n%d' % node
+            opts = "OPTIONS (schema_name '%s', table_name '%s')" % (REMOTE_SCHEMA, leaf)
+            if attach:
+                lcols = list(COLS)
+                rng.shuffle(lcols)
+                defs = [self.coldef(t, c, rename) for c in lcols]
+                junk = g.on('dropped-cols', 0.4)
+                if junk:
+                    defs.insert(rng.randrange(len(defs) + 1), 'x_leafjunk int')
+                self.add(T, 'c', 'CREATE FOREIGN TABLE fz_p.%s (%s) SERVER %s %s' % (
+                    leaf, ', '.join(defs), srv, opts))
+                if junk:
+                    self.add(T, 'c', 'ALTER TABLE fz_p.%s DROP COLUMN x_leafjunk' % leaf)
+                self.add(T, 'c', 'ALTER TABLE %s ATTACH PARTITION fz_p.%s %s' % (parent, leaf, p['bound']))
+            else:
+                self.add(T, 'c', 'CREATE FOREIGN TABLE fz_p.%s PARTITION OF %s %s SERVER %s %s' % (
+                    leaf, parent, p['bound'], srv, opts))
+
+    def data_sql(self):
+        out = []
+        rng = self.g.rng
+        for t in self.tables:
+            name = t['name']
+            T = [name]
+            cols = t['order']
+            filt = route_filter(t['scheme'], 'fz_s.' + name)
+            src = 'SELECT %s FROM generate_series(1, %d) g' % (
+                ', '.join('%s AS %s' % (t['gen'][c], c) for c in cols), t['N'])
+            for sch in ('fz_s', 'fz_l'):
+                out.append((T, 'c', 'INSERT INTO %s.%s (%s) SELECT * FROM (%s) src%s' % (
+                    sch, name, ', '.join(cols), src, (' WHERE ' + filt) if filt else '')))
+            if t['analyze']:
+                out.append((T, 'c', 'ANALYZE fz_s.%s' % name))
+            out.append((T, 'c', 'ANALYZE fz_l.%s' % name))
+        for t in self.tables:
+            if not t['replicas']:
+                continue
+            for p in iter_leaves(t['scheme']):
+                if rng.random() < 0.5:
+                    other = rng.choice([n for n in (1, 2, 3) if n != p['node']])
+                    out.append(([t['name']], 'c', "SELECT colojoin.add_replica('fz_p.%s', 'fz_n%d')"
+                                % (p['leaf'], other)))
+        return out
+
+    def describe(self, t):
+        s = t['scheme']
+
+        def d(s):
+            parts = []
+            for p in s['parts']:
+                x = p['bound'].replace('FOR VALUES ', '')
+                if p.get('sub'):
+                    x += ' -> %s(%s)[%s]' % (p['sub']['strategy'], ','.join(k['name'] for k in p['sub']['keys']),
+                                             d(p['sub']))
+                else:
+                    x += '@n%d' % p['node']
+                parts.append(x)
+            return '; '.join(parts)
+        return '%s %s(%s) k:%s N=%d %s' % (t['name'], s['strategy'], ','.join(k['name'] for k in s['keys']),
+                                           t['ktype'], t['N'], t.get('variant', ''))
+
+
+# --------------------------------------------------------------------------
+# queries
+# --------------------------------------------------------------------------
+
+AL = re.compile(r'\b([aq]\d+)\b')
+
+
+class Query:
+    def __init__(self):
+        self.items = []      # dicts: alias, table, jt, on (list), anti
+        self.where = []
+        self.agg = False
+        self.select = []
+        self.group = []
+        self.aggs = []
+        self.having = []
+        self.distinct = False
+        self.order = False
+        self.limit = None
+        self.offset = None
+        self.params = []     # literal text of param i
+        self.prep = None     # None, force_custom_plan, force_generic_plan
+        self.gucs = []       # (name, value) for the sharded run
+        self.special = None
+
+    def copy(self):
+        import copy
+        return copy.deepcopy(self)
+
+
+class QGen:
+    def __init__(self, world, rng, feats):
+        self.w = world
+        self.rng = rng
+        self.f = feats
+        self.dom = world.dom
+
+    def on(self, feat, p=1.0):
+        return feat in self.f and self.rng.random() < p
+
+    def const(self, q, col, allow_param=True):
+        """a literal for column (or key expression) name col, maybe as a parameter"""
+        rng = self.rng
+        d = self.dom
+        fam = FAMILY.get(col)
+        if col in KEYS and col not in FAMILY:
+            vals = d.values(kexpr(col))
+            lit = rng.choice(vals)[1] if rng.random() < 0.9 else ('1000' if KEYS[col][1] == 'int' else "'zz'")
+        elif fam == 'int' or fam == 'num':
+            R = {'k': d.Rk, 'k2': d.R2, 'v': 100, 'n': 250}[col]
+            lit = str(rng.randrange(-1, R + 1))
+            if fam == 'num' and rng.random() < 0.3:
+                lit += '.5'
+        elif col == 'r':
+            lit = q_lit(rng.choice('rR') + str(rng.randrange(d.Rr + 1)))
+        elif col == 's':
+            lit = q_lit('s%d' % rng.randrange(14))
+        elif col == 'd':
+            import datetime
+            lit = "date " + q_lit((datetime.date(2020, 1, 1) + datetime.timedelta(days=rng.randrange(d.Rd + 1))).isoformat())
+        elif col == 'u':
+            lit = q_lit(md5_uuid(rng.randrange(d.Ru + 1)))
+        else:
+            raise ValueError(col)
+        if allow_param and q.prep and rng.random() < 0.6:
+            q.params.append(lit)
+            return '{P%d}' % (len(q.params) - 1)
+        return lit
+
+    def colref(self, a, t):
+        """a column or key expression of alias a (table t), with its const column"""
+        rng = self.rng
+        if rng.random() < 0.45:
+            k = rng.choice(t['scheme']['keys'])
+            return k['tmpl'].format(a=a), k['name']
+        c = rng.choice(COLS)
+        if c == 'r' and rng.random() < 0.3:
+            return 'lower(%s.r)' % a, 'lower(r)'
+        return '%s.%s' % (a, c), c
+
+    def filt(self, q, a, t):
+        rng = self.rng
+        e, c = self.colref(a, t)
+        x = rng.random()
+        if x < 0.35:
+            return '%s = %s' % (e, self.const(q, c))
+        if x < 0.5:
+            return '%s IN (%s)' % (e, ', '.join(self.const(q, c) for _ in range(rng.randint(1, 4))))
+        if x < 0.65:
+            lo, hi = sorted([self.const(q, c, False), self.const(q, c, False)])
+            return '%s BETWEEN %s AND %s' % (e, lo, hi)
+        if x < 0.75:
+            return '%s %s %s' % (e, rng.choice(['<', '<=', '>', '>=', '<>']), self.const(q, c))
+        if x < 0.82:
+            return '%s IS %sNULL' % (e, rng.choice(['', 'NOT ']))
+        if x < 0.9:
+            return '(%s = %s OR %s = %s)' % (e, self.const(q, c), e, self.const(q, c))
+        if x < 0.95:
+            return 'NOT (%s = %s)' % (e, self.const(q, c))
+        return '%s.v %% 3 = %d' % (a, rng.randrange(3))
+
+    def eq(self, ea, ta, ca, eb, tb, cb):
+        """ea = eb; ca and cb: the columns they are of, for their collations"""
+        def coll(t, c):
+            return t['rcoll'] if c == 'r' else ''
+        if FAMILY.get(ca) == 'text' and coll(ta, ca) != coll(tb, cb):
+            return '%s = %s COLLATE "C"' % (ea, eb)
+        return '%s = %s' % (ea, eb)
+
+    def keyeq(self, a, ta, b, tb):
+        """equate the partition keys of a with the same expressions of b"""
+        rng = self.rng
+        conds = []
+        if rng.random() < 0.5 or not any(k['expr'] for k in ta['scheme']['keys']):
+            for k in ta['scheme']['keys']:
+                conds.append(self.eq(k['tmpl'].format(a=a), ta, k['cols'][0],
+                                     k['tmpl'].format(a=b), tb, k['cols'][0]))
+        else:
+            for k in ta['scheme']['keys']:
+                for c in k['cols']:
+                    conds.append(self.eq('%s.%s' % (a, c), ta, c, '%s.%s' % (b, c), tb, c))
+        return conds
+
+    def joincond(self, q, x, tx, y, ty, full=False):
+        """conditions joining new alias x to existing alias y (full: only
+        equalities, as PostgreSQL requires for FULL JOIN)"""
+        rng = self.rng
+        r = rng.random() * (0.8 if full else 1)
+        if r < 0.65:
+            conds = self.keyeq(x, tx, y, ty) if rng.random() < 0.6 else self.keyeq(y, ty, x, tx)
+        elif r < 0.8:
+            c = rng.choice(COLS)
+            c2 = c if rng.random() < 0.7 else rng.choice([cc for cc in COLS if FAMILY[cc] == FAMILY[c]])
+            conds = [self.eq('%s.%s' % (x, c), tx, c, '%s.%s' % (y, c2), ty, c2)]
+        elif not self.on('nonequi'):
+            conds = ['%s.k = %s.k' % (x, y)]
+        elif r < 0.87:
+            conds = ['%s.k = %s.k + 0' % (x, y)]
+        elif r < 0.93:
+            conds = ['(%s.k = %s.k OR %s.v = %s.v)' % (x, y, x, y)]
+        else:
+            conds = ['%s.k2 = %s.k2' % (x, y), '%s.v < %s.v' % (x, y)]
+        if full:
+            return conds
+        if rng.random() < 0.25:
+            conds.append(self.filt(q, x, tx))
+        if rng.random() < 0.1:
+            conds.append('%s.v %s %s.v' % (x, rng.choice(['<', '<>', '>=']), y))
+        return conds
+
+    def fanout(self, t):
+        """at most how many rows of t one row may join (on the smallest domain)"""
+        d = self.dom
+        f = t['N'] / min(d.Rk, d.R2, d.Rr, d.Rd, d.Ru)
+        if t.get('skewed'):
+            f = max(f, t['N'] / 3)
+        return max(1.0, f)
+
+    def small(self, t, n=600):
+        return t['N'] <= n
+
+    def subq(self, q, outer, tout, depth_ok=True):
+        """EXISTS / IN / NOT EXISTS / NOT IN over another table"""
+        rng = self.rng
+        ts = rng.choice(self.w.tables)
+        sa = 'q%d' % (self.nsub)
+        self.nsub += 1
+        if rng.random() < 0.6:
+            corr = self.keyeq(sa, ts, outer, tout)
+        else:
+            c = rng.choice(['k', 'k2', 'v', 'r', 'd'])
+            corr = [self.eq('%s.%s' % (sa, c), ts, c, '%s.%s' % (outer, c), tout, c)]
+        extra = [self.filt(q, sa, ts)] if rng.random() < 0.4 else []
+        kinds = []
+        if 'semi' in self.f:
+            kinds += ['exists', 'in', 'in']
+        if 'anti' in self.f:
+            kinds += ['notexists', 'notexists', 'notin']
+        kind = rng.choice(kinds)
+        if kind in ('exists', 'notexists'):
+            s = 'EXISTS (SELECT 1 FROM %s %s WHERE %s)' % (ts['name'], sa, ' AND '.join(corr + extra))
+            return ('NOT ' + s) if kind == 'notexists' else s
+        # IN: the correlation's first equality becomes the IN's columns
+        lhs, rhs = [], []
+        for c in corr:
+            m = re.match(r'(.*) = (.*?)( COLLATE "C")?$', c)
+            a_, b_ = m.group(1), m.group(2)
+            if sa in b_:
+                a_, b_ = b_, a_
+            lhs.append(b_ + (m.group(3) or ''))
+            rhs.append(a_)
+        if rng.random() < 0.3:
+            rhs = ['%s + 0' % r_ if r_.endswith('.k') or r_.endswith('.v') else r_ for r_ in rhs]
+        l = lhs[0] if len(lhs) == 1 else '(%s)' % ', '.join(lhs)
+        body = 'SELECT %s FROM %s %s%s' % (', '.join(rhs), ts['name'], sa,
+                                           (' WHERE ' + ' AND '.join(extra)) if extra else '')
+        return '%s %sIN (%s)' % (l, 'NOT ' if kind == 'notin' else '', body)
+
+    def gen(self):
+        rng = self.rng
+        q = Query()
+        self.nsub = 1
+        if self.on('prepared', 0.2):
+            q.prep = rng.choice(['force_custom_plan', 'force_generic_plan'])
+        if self.on('settings', 0.25):
+            opts = [('colojoin.max_connections_per_node', str(rng.choice([1, 2, 3, 8]))),
+                    ('colojoin.enable_broadcast', 'off'), ('colojoin.enable_redistribution', 'off'),
+                    ('colojoin.broadcast_threshold', str(rng.choice([0, 10, 100]))),
+                    ('colojoin.enable_aggregate_pushdown', 'off'), ('colojoin.binary_results', 'off'),
+                    ('enable_hashjoin', 'off'), ('enable_partitionwise_join', 'on'),
+                    ('enable_partitionwise_aggregate', 'on')]
+            q.gucs = rng.sample(opts, rng.randint(1, 2))
+        tabs = self.w.tables
+        if self.on('no-column-moves', 0.05) and 'cross' in self.f:
+            # SELECT count(*) FROM x CROSS JOIN y: no column of either is needed
+            cands = [t for t in tabs if self.small(t)]
+            if len(cands) >= 1:
+                a, b = rng.choice(cands), rng.choice(cands)
+                q.items = [{'alias': 'a1', 'table': a, 'jt': None, 'on': [], 'anti': False},
+                           {'alias': 'a2', 'table': b, 'jt': 'CROSS', 'on': [], 'anti': False}]
+                if rng.random() < 0.5:
+                    q.where.append(self.filt(q, 'a%d' % rng.randint(1, 2), rng.choice([a, b])))
+                q.agg = True
+                q.aggs = ['count(*)']
+                return q
+        n = rng.choice([1, 2, 2, 2, 3, 3, 4])
+        first = rng.choice(tabs)
+        est = max(1, first['N'])
+        q.items.append({'alias': 'a1', 'table': first, 'jt': None, 'on': [], 'anti': False})
+        fam = first['family']
+        for i in range(2, n + 1):
+            for _try in range(8):
+                if rng.random() < 0.75:
+                    t = rng.choice([t for t in tabs if t['family'] == fam])
+                else:
+                    t = rng.choice(tabs)
+                if est * self.fanout(t) <= 300000:
+                    break
+            else:
+                break
+            est *= self.fanout(t)
+            x = 'a%d' % i
+            jts = ['INNER'] * 4
+            if 'outer' in self.f:
+                jts += ['LEFT', 'LEFT', 'RIGHT', 'FULL']
+            if 'cross' in self.f and all(self.small(it['table'], 150) for it in q.items) and self.small(t, 150):
+                jts += ['CROSS', 'COMMA']
+            if 'anti' in self.f:
+                jts += ['ANTI']
+            jt = rng.choice(jts)
+            prev = rng.choice(q.items)
+            item = {'alias': x, 'table': t, 'jt': jt, 'on': [], 'anti': False}
+            if jt in ('CROSS', 'COMMA'):
+                item['jt'] = 'CROSS' if jt == 'CROSS' else 'COMMA'
+                if rng.random() < 0.7:
+                    q.where += self.joincond(q, x, t, prev['alias'], prev['table'])
+            else:
+                item['on'] = self.joincond(q, x, t, prev['alias'], prev['table'], full=(jt == 'FULL'))
+                if jt == 'ANTI':
+                    item['jt'] = 'LEFT'
+                    item['anti'] = True
+                    m = re.match(r'\(?(%s\.\w+)' % x, item['on'][0]) or re.search(r'(%s\.\w+)' % x, item['on'][0])
+                    col = m.group(1) if m else '%s.k' % x
+                    q.where.append('%s IS NULL' % col)
+                elif jt == 'LEFT' and self.on('semi-under-outer', 0.3) and 'semi' in self.f:
+                    item['on'].append(self.subq(q, x, t))
+            q.items.append(item)
+        # filters
+        for _ in range(rng.choice([0, 1, 1, 2, 3])):
+            it = rng.choice(q.items)
+            q.where.append(self.filt(q, it['alias'], it['table']))
+        if ('semi' in self.f or 'anti' in self.f) and rng.random() < 0.3:
+            it = rng.choice(q.items)
+            q.where.append(self.subq(q, it['alias'], it['table']))
+        # output
+        visible = [it for it in q.items if not it['anti'] or self.on('anti-cols', 0.5)]
+        if self.on('aggregates', 0.4):
+            q.agg = True
+            for _ in range(rng.choice([0, 1, 1, 2])):
+                it = rng.choice(visible)
+                e, _c = self.colref(it['alias'], it['table'])
+                q.group.append(e)
+            for _ in range(rng.randint(1, 3)):
+                it = rng.choice(visible)
+                a = it['alias']
+                c = rng.choice(COLS)
+                q.aggs.append(rng.choice([
+                    'count(*)', 'count(%s.%s)' % (a, c), 'count(DISTINCT %s.%s)' % (a, c),
+                    'sum(%s.v)' % a, 'sum(%s.k)' % a, 'sum(%s.n)' % a, 'min(%s.%s)' % (a, rng.choice(['k', 'r', 'd', 's'])),
+                    'max(%s.%s)' % (a, rng.choice(['k', 'k2', 'r', 'd', 'n'])), 'avg(%s.v)' % a,
+                    'avg(%s.k)' % a, 'bool_or(%s.v > 50)' % a,
+                    "string_agg(%s.s, ',' ORDER BY %s.s)" % (a, a),
+                    'array_agg(DISTINCT %s.k2 ORDER BY %s.k2)' % (a, a),
+                    'sum(DISTINCT %s.v)' % a, 'stddev_samp(%s.v)' % a,
+                    'count(*) FILTER (WHERE %s.v > 30)' % a]))
+            if q.group and rng.random() < 0.3:
+                a = rng.choice(visible)['alias']
+                q.having.append(rng.choice(['count(*) > 1', 'sum(%s.v) > 100' % a,
+                                            'min(%s.k) IS NOT NULL' % a, 'count(DISTINCT %s.k2) >= 2' % a]))
+        else:
+            for _ in range(rng.randint(1, 4)):
+                it = rng.choice(visible)
+                a = it['alias']
+                x = rng.random()
+                if x < 0.12 and 'whole-row' in self.f:
+                    q.select.append(a)
+                elif x < 0.2 and 'whole-row' in self.f:
+                    q.select.append('%s::text' % a)
+                elif x < 0.3:
+                    q.select.append(rng.choice(['%s.k + %s.v' % (a, a), "coalesce(%s.r, 'none')" % a,
+                                                "CASE WHEN %s.v > 50 THEN 'hi' ELSE 'lo' END" % a,
+                                                '%s.k IS NULL' % a]))
+                else:
+                    q.select.append('%s.%s' % (a, rng.choice(COLS)))
+            q.distinct = self.on('distinct', 0.15)
+        if self.on('limit', 0.25):
+            q.order = True
+            q.limit = rng.choice([1, 3, 10, 50])
+            if rng.random() < 0.2:
+                q.offset = rng.choice([1, 5])
+        elif rng.random() < 0.1:
+            q.order = True
+        if 'anti-cols' not in self.f:
+            self.scrub_anti(q)
+        return q
+
+    def scrub_anti(self, q):
+        """without anti-cols: no column of an anti-joined side (a nullable
+        side whose column must be NULL) is used anywhere but in that test"""
+        nullable = set()
+        for n, it in enumerate(q.items):
+            if it['jt'] in ('LEFT', 'FULL'):
+                nullable.add(it['alias'])
+            if it['jt'] in ('RIGHT', 'FULL'):
+                nullable |= set(x['alias'] for x in q.items[:n])
+        scrubbed = set()
+        for a in sorted(nullable):
+            tests = [c for c in q.where if c.endswith(' IS NULL') and re.search(r'\b%s\.' % a, c)
+                     and not AL.search(c.replace(a, ''))]
+            if not tests:
+                continue
+            r = re.compile(r'\b%s\b' % a)
+            q.where = [c for c in q.where if c in tests or not r.search(c)]
+            pos = [x['alias'] for x in q.items].index(a)
+            for it in q.items[pos + 1:]:
+                it['on'] = [c for c in it['on'] if not r.search(c)]
+            q.select = [c for c in q.select if not r.search(c)]
+            q.group = [c for c in q.group if not r.search(c)]
+            q.aggs = [c for c in q.aggs if not r.search(c)]
+            q.having = [c for c in q.having if not r.search(c)]
+            scrubbed.add(a)
+        if not q.agg and not q.select:
+            q.select = ['%s.k' % [x['alias'] for x in q.items if x['alias'] not in scrubbed][0]]
+        if q.agg and not q.aggs and not q.group:
+            q.aggs = ['count(*)']
+
+
+def render(q, prepared=True):
+    """(sql, args) -- args: the parameter literals, comma separated, or ''"""
+    if q.agg:
+        outs = list(q.group) + list(q.aggs)
+        if not outs:
+            outs = ['count(*)']
+    else:
+        outs = list(q.select) or ['1']
+    sel = ', '.join('%s AS c%d' % (e, i + 1) for i, e in enumerate(outs))
+    fr = '%s %s' % (q.items[0]['table']['name'], q.items[0]['alias'])
+    for n, it in enumerate(q.items[1:]):
+        t = '%s %s' % (it['table']['name'], it['alias'])
+        jt = it['jt']
+        if jt == 'COMMA' and n + 2 < len(q.items):
+            jt = 'CROSS'    # a JOIN after a comma could not see the tables before it
+        if jt == 'CROSS':
+            fr += ' CROSS JOIN ' + t
+        elif jt == 'COMMA':
+            fr += ', ' + t
+        else:
+            fr += ' %s JOIN %s ON %s' % ('INNER' if jt == 'INNER' else jt, t,
+                                          ' AND '.join(it['on']) if it['on'] else 'true')
+    sql = 'SELECT %s%s FROM %s' % ('DISTINCT ' if q.distinct and not q.agg else '', sel, fr)
+    if q.where:
+        sql += ' WHERE ' + ' AND '.join(q.where)
+    if q.agg and q.group:
+        sql += ' GROUP BY ' + ', '.join(q.group)
+    if q.agg and q.having:
+        sql += ' HAVING ' + ' AND '.join(q.having)
+    if q.order or q.limit is not None:
+        sql += ' ORDER BY ' + ', '.join(str(i + 1) for i in range(len(outs)))
+    if q.limit is not None:
+        sql += ' LIMIT %d' % q.limit
+        if q.offset:
+            sql += ' OFFSET %d' % q.offset
+    # parameters
+    args = []
+    num = {}
+
+    def sub(m):
+        i = int(m.group(1))
+        if not (prepared and q.prep):
+            return q.params[i]
+        if i not in num:
+            num[i] = len(num) + 1
+            args.append(q.params[i])
+        return '$%d' % num[i]
+    sql = re.sub(r'\{P(\d+)\}', sub, sql)
+    return sql, ', '.join(args)
+
+
+def mode_of(q):
+    if not q.prep or not re.search(r'\{P\d+\}', repr((q.where, [it['on'] for it in q.items]))):
+        return '' if not q.prep else q.prep
+    return q.prep
+
+
+def tables_of(q):
+    names = set(it['table']['name'] for it in q.items)
+    sql, _ = render(q, False)
+    names |= set(re.findall(r'\b(tab\d+)\b', sql))
+    return names
+
+
+# --------------------------------------------------------------------------
+# running SQL
+# --------------------------------------------------------------------------
+
+CHECK_FUNCS = r"""
+CREATE FUNCTION fz_m.rows_of(q text, sp text, args text, mode text, gucs text[]) RETURNS text[]
+LANGUAGE plpgsql AS $f$
+DECLARE
+	rec record;
+	res text[] := '{}';
+	n int := 0;
+	i int;
+BEGIN
+	PERFORM set_config('search_path', sp, true);
+	IF gucs IS NOT NULL THEN
+		FOR i IN 1 .. coalesce(array_length(gucs, 1), 0) / 2 LOOP
+			PERFORM set_config(gucs[2 * i - 1], gucs[2 * i], true);
+		END LOOP;
+	END IF;
+	IF mode = '' THEN
+		FOR rec IN EXECUTE q LOOP
+			res := res || rec::text;
+			n := n + 1;
+			EXIT WHEN n > %(cap)s;
+		END LOOP;
+	ELSE
+		EXECUTE 'DEALLOCATE ALL';
+		EXECUTE 'PREPARE fzp AS ' || q;
+		PERFORM set_config('plan_cache_mode', mode, true);
+		FOR rec IN EXECUTE 'EXECUTE fzp' || CASE WHEN args = '' THEN '' ELSE '(' || args || ')' END LOOP
+			res := res || rec::text;
+			n := n + 1;
+			EXIT WHEN n > %(cap)s;
+		END LOOP;
+		EXECUTE 'DEALLOCATE fzp';
+		PERFORM set_config('plan_cache_mode', 'auto', true);
+	END IF;
+	IF gucs IS NOT NULL THEN
+		FOR i IN 1 .. coalesce(array_length(gucs, 1), 0) / 2 LOOP
+			PERFORM set_config(gucs[2 * i - 1], NULL, true);
+		END LOOP;
+	END IF;
+	RETURN ARRAY(SELECT r FROM unnest(res) r ORDER BY r COLLATE "C");
+END
+$f$;
+
+CREATE UNLOGGED TABLE fz_m.side (q text, rows text[], err text, ms float8);
+
+-- the sharded side, in a statement of its own (its own statement_timeout)
+CREATE FUNCTION fz_m.run_sharded(q text, args text, mode text, gucs text[]) RETURNS void
+LANGUAGE plpgsql AS $f$
+DECLARE
+	a text[];
+	ea text;
+	t0 timestamptz := clock_timestamp();
+BEGIN
+	BEGIN
+		a := fz_m.rows_of(q, 'fz_s', args, mode, gucs);
+	EXCEPTION WHEN OTHERS OR query_canceled THEN
+		ea := SQLSTATE || ' ' || SQLERRM;
+	END;
+	PERFORM set_config('plan_cache_mode', 'auto', true);
+	PERFORM set_config('search_path', 'public', true);
+	TRUNCATE fz_m.side;
+	INSERT INTO fz_m.side VALUES (q, a, ea, extract(epoch FROM clock_timestamp() - t0) * 1000);
+END
+$f$;
+
+-- the local side, then the verdict
+CREATE FUNCTION fz_m.chk(q text, args text, mode text) RETURNS text
+LANGUAGE plpgsql AS $f$
+DECLARE
+	a text[];
+	b text[];
+	ea text;
+	eb text;
+	da text[];
+	db text[];
+	ms float8;
+	t0 timestamptz := clock_timestamp();
+BEGIN
+	SELECT rows, err, side.ms INTO a, ea, ms FROM fz_m.side WHERE side.q = chk.q;
+	IF NOT FOUND THEN
+		RETURN 'CRASH the sharded run did not complete';
+	END IF;
+	BEGIN
+		b := fz_m.rows_of(q, 'fz_l', args, mode, NULL);
+	EXCEPTION WHEN OTHERS OR query_canceled THEN
+		eb := SQLSTATE || ' ' || SQLERRM;
+	END;
+	PERFORM set_config('search_path', 'public', true);
+	IF eb LIKE '57014 %%' THEN
+		RETURN 'SKIP too slow locally';
+	ELSIF ea LIKE '57014 %%' AND extract(epoch FROM clock_timestamp() - t0) > 3 THEN
+		RETURN 'SKIP too slow on both sides';
+	ELSIF ea IS NOT NULL AND eb IS NOT NULL THEN
+		RETURN 'BOTHERROR ' || replace(eb, E'\n', ' ');
+	ELSIF ea IS NOT NULL THEN
+		RETURN 'ERROR ' || replace(ea, E'\n', ' ');
+	ELSIF eb IS NOT NULL THEN
+		RETURN 'LOCALERROR ' || replace(eb, E'\n', ' ');
+	END IF;
+	IF cardinality(a) > %(cap)s AND cardinality(b) > %(cap)s THEN
+		RETURN 'SKIP too many rows';
+	END IF;
+	IF a IS DISTINCT FROM b THEN
+		da := ARRAY(SELECT unnest(a) EXCEPT ALL SELECT unnest(b));
+		db := ARRAY(SELECT unnest(b) EXCEPT ALL SELECT unnest(a));
+		RETURN 'MISMATCH sharded ' || cardinality(a) || ' rows, local ' || cardinality(b)
+			|| ' rows; only sharded: ' || left(array_to_string(da[1:3], ' ', 'NULL'), 300)
+			|| '; only local: ' || left(array_to_string(db[1:3], ' ', 'NULL'), 300);
+	END IF;
+	RETURN 'OK';
+END
+$f$;
+""" % {'cap': ROW_CAP}
+
+
+class PG:
+    def __init__(self, args):
+        self.host = os.environ.get('PGHOST', '127.0.0.1')
+        self.port = os.environ.get('PGPORT', '5432')
+        self.user = os.environ.get('PGUSER', 'postgres')
+        self.db = os.environ.get('PGDATABASE', 'colojoin_regress')
+        self.nodes = {}
+        for i in (1, 2, 3):
+            p = os.environ.get('CJ_NODE%d_PORT' % i)
+            if not p:
+                sys.exit('fuzz: CJ_NODE%d_PORT is not set (eval "$(test/cluster/cluster.sh env)")' % i)
+            self.nodes[i] = p
+        self.verbose = args.verbose
+
+    def psql(self, sql, port=None, stop=True, timeout=600):
+        cmd = ['psql', '-X', '-q', '-A', '-t', '-h', self.host, '-p', str(port or self.port),
+               '-U', self.user, '-d', self.db, '-v', 'ON_ERROR_STOP=%d' % (1 if stop else 0)]
+        env = dict(os.environ, PGOPTIONS='-c client_min_messages=warning')
+        try:
+            p = subprocess.run(cmd, input=sql, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return 99, '', 'psql timed out after %ds' % timeout
+        return p.returncode, p.stdout, p.stderr
+
+    def wait_up(self):
+        for _ in range(120):
+            rc, out, err = self.psql('SELECT 1', timeout=10)
+            if rc == 0:
+                return True
+            time.sleep(0.5)
+        return False
+
+
+def cleanup_sql():
+    return ('SET client_min_messages = warning;\n'
+            + ''.join('DROP SCHEMA IF EXISTS %s CASCADE;\n' % s for s in SCHEMAS)
+            + ''.join('DROP SERVER IF EXISTS %s CASCADE;\n' % s for s in SERVERS))
+
+
+def cleanup(pg):
+    ok = True
+    rc, out, err = pg.psql(cleanup_sql())
+    if rc != 0:
+        log('fuzz: cleanup on the coordinator failed: ' + err.strip())
+        ok = False
+    for i, port in pg.nodes.items():
+        rc, out, err = pg.psql('SET client_min_messages = warning; DROP SCHEMA IF EXISTS %s CASCADE;'
+                               % REMOTE_SCHEMA, port=port)
+        if rc != 0:
+            log('fuzz: cleanup on node %d failed: %s' % (i, err.strip()))
+            ok = False
+    return ok
+
+
+def setup_world(pg, w):
+    """returns None or an error text"""
+    if not cleanup(pg):
+        return 'cleanup failed'
+    for i, port in pg.nodes.items():
+        sql = 'CREATE SCHEMA %s;\n' % REMOTE_SCHEMA
+        sql += ''.join(s + ';\n' for tabs, tgt, s in w.stmts if tgt == i)
+        rc, out, err = pg.psql(sql, port=port)
+        if rc != 0:
+            return 'node %d: %s' % (i, err.strip())
+    sql = ['SET client_min_messages = warning',
+           'CREATE EXTENSION IF NOT EXISTS colojoin CASCADE']
+    sql += ['CREATE SCHEMA %s' % s for s in SCHEMAS]
+    for i, port in pg.nodes.items():
+        sql.append("CREATE SERVER fz_n%d FOREIGN DATA WRAPPER postgres_fdw OPTIONS "
+                   "(host '127.0.0.1', port '%s', dbname '%s', batch_size '100')" % (i, port, pg.db))
+        sql.append('CREATE USER MAPPING FOR CURRENT_USER SERVER fz_n%d' % i)
+    sql += [s for tabs, tgt, s in w.stmts if tgt == 'c']
+    rc, out, err = pg.psql(';\n'.join(sql) + ';\n')
+    if rc != 0:
+        return 'coordinator DDL: ' + err.strip()
+    data = w.data_sql()
+    w.data_stmts = data
+    rc, out, err = pg.psql(';\n'.join(s for _, _, s in data) + ';\n')
+    if rc != 0:
+        return 'loading data: ' + err.strip()
+    rc, out, err = pg.psql(CHECK_FUNCS)
+    if rc != 0:
+        return 'check functions: ' + err.strip()
+    return None
+
+
+def chk_calls(q, tag):
+    """two statements: the sharded run, then the local run and the verdict
+    (prefixed by tag)"""
+    sql, args = render(q, True)
+    mode = q.prep or ''
+    gucs = 'NULL' if not q.gucs else 'ARRAY[%s]' % ', '.join(q_lit(x) for kv in q.gucs for x in kv)
+    return ("SELECT fz_m.run_sharded($fzq$%s$fzq$, %s, '%s', %s);\n"
+            "SELECT %s || coalesce(fz_m.chk($fzq$%s$fzq$, %s, '%s'), 'NULL');\n"
+            % (sql, q_lit(args), mode, gucs, q_lit(tag), sql, q_lit(args), mode))
+
+
+def run_batch(pg, queries, ids):
+    """{id: result text} for the queries of ids; a crash ends the batch early"""
+    results = {}
+    todo = list(ids)
+    while todo:
+        lines = ['SET statement_timeout = \'30s\';']
+        for i in todo:
+            lines.append(chk_calls(queries[i], 'FZ|%d|' % i))
+        rc, out, err = pg.psql('\n'.join(lines) + '\n', stop=False, timeout=3600)
+        for line in out.splitlines():
+            m = re.match(r'FZ\|(\d+)\|(.*)$', line)
+            if m:
+                results[int(m.group(1))] = m.group(2)
+        missing = [i for i in todo if i not in results]
+        if not missing:
+            break
+        # psql stopped (server crash, connection lost) or a statement failed
+        # outside the checks: blame the first query without a result
+        first = missing[0]
+        reason = err.strip().splitlines()
+        results[first] = 'CRASH ' + ' '.join(l for l in reason if 'ERROR' in l or 'FATAL' in l
+                                             or 'server' in l or 'connection' in l)[:400]
+        pg.wait_up()
+        todo = missing[1:]
+    return results
+
+
+def run_one(pg, q):
+    rc, out, err = pg.psql("SET statement_timeout = '30s';\n" + chk_calls(q, ''), stop=False, timeout=300)
+    res = out.strip().splitlines()
+    if rc == 0 and res:
+        return res[-1]
+    pg.wait_up()
+    return 'CRASH ' + err.strip().replace('\n', ' ')[:400]
+
+
+def failed(res):
+    return not (res == 'OK' or res.startswith('BOTHERROR') or res.startswith('SKIP'))
+
+
+def signature(res):
+    if res.startswith('MISMATCH'):
+        return 'MISMATCH'
+    s = res
+    s = re.sub(r'"[^"]*"', '"X"', s)
+    s = re.sub(r'\b\d+\b', 'N', s)
+    s = re.sub(r'\(node \S+', '(node X', s)
+    return s[:110]
+
+
+# --------------------------------------------------------------------------
+# reduction
+# --------------------------------------------------------------------------
+
+def drop_alias(q, a):
+    r = re.compile(r'\b%s\b' % a)
+    q.items = [it for it in q.items if it['alias'] != a]
+    if not q.items:
+        return None
+    if q.items[0]['jt'] is not None:
+        q.where = [c for c in q.where]
+        q.items[0]['jt'] = None
+        q.items[0]['on'] = []
+        q.items[0]['anti'] = False
+    for it in q.items:
+        it['on'] = [c for c in it['on'] if not r.search(c)]
+    q.where = [c for c in q.where if not r.search(c)]
+    q.select = [c for c in q.select if not r.search(c)]
+    q.group = [c for c in q.group if not r.search(c)]
+    q.aggs = [c for c in q.aggs if not r.search(c)]
+    q.having = [c for c in q.having if not r.search(c)]
+    if not q.agg and not q.select:
+        q.select = ['%s.k' % q.items[0]['alias']]
+    if q.agg and not q.aggs and not q.group:
+        q.aggs = ['count(*)']
+    return q
+
+
+def candidates(q):
+    """simpler variants of q, the most promising first"""
+    out = []
+
+    def v(f):
+        c = q.copy()
+        r = f(c)
+        if r is not False and r is not None:
+            out.append(r if isinstance(r, Query) else c)
+    # whole tables first
+    for it in reversed(q.items):
+        if len(q.items) > 1:
+            v(lambda c, a=it['alias']: drop_alias(c, a))
+    if q.prep:
+        v(lambda c: setattr(c, 'prep', None) or c)
+    for i in range(len(q.gucs)):
+        v(lambda c, i=i: c.gucs.pop(i) and c)
+    if q.limit is not None:
+        v(lambda c: setattr(c, 'limit', None) or setattr(c, 'offset', None) or c)
+    if q.offset:
+        v(lambda c: setattr(c, 'offset', None) or c)
+    if q.order and q.limit is None:
+        v(lambda c: setattr(c, 'order', False) or c)
+    if q.distinct:
+        v(lambda c: setattr(c, 'distinct', False) or c)
+    for i in range(len(q.where)):
+        v(lambda c, i=i: c.where.pop(i) and c)
+    for j, it in enumerate(q.items):
+        for i in range(len(it['on'])):
+            v(lambda c, i=i, j=j: c.items[j]['on'].pop(i) and c)
+        if it['jt'] in ('LEFT', 'RIGHT', 'FULL'):
+            v(lambda c, j=j: c.items[j].update(jt='INNER') or c)
+        if it['jt'] in ('FULL',):
+            v(lambda c, j=j: c.items[j].update(jt='LEFT') or c)
+        if it['jt'] in ('CROSS', 'COMMA') and it['on'] == []:
+            pass
+    for i in range(len(q.having)):
+        v(lambda c, i=i: c.having.pop(i) and c)
+    if q.agg:
+        for i in range(len(q.group)):
+            v(lambda c, i=i: c.group.pop(i) and c)
+        if len(q.aggs) + len(q.group) > 1:
+            for i in range(len(q.aggs)):
+                v(lambda c, i=i: c.aggs.pop(i) and c)
+        for i in range(len(q.aggs)):
+            if q.aggs[i] != 'count(*)':
+                v(lambda c, i=i: c.aggs.__setitem__(i, 'count(*)') or c)
+    else:
+        if len(q.select) > 1:
+            for i in range(len(q.select)):
+                v(lambda c, i=i: c.select.pop(i) and c)
+    return out
+
+
+def reduce_query(pg, q, res, budget_end, max_tries=250):
+    sig = signature(res)
+    tries = 0
+    progress = True
+    while progress and tries < max_tries and time.time() < budget_end:
+        progress = False
+        for c in candidates(q):
+            if tries >= max_tries or time.time() >= budget_end:
+                break
+            tries += 1
+            r = run_one(pg, c)
+            if failed(r) and signature(r) == sig:
+                q, res = c, r
+                progress = True
+                break
+    return q, res, tries
+
+
+# --------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------
+
+def declarations(w, names):
+    out = ['-- servers fz_n1..fz_n3 (postgres_fdw, host 127.0.0.1, ports %s, dbname %s) with user mappings;'
+           % (', '.join(w.pg.nodes[i] for i in (1, 2, 3)), w.pg.db),
+           '-- schemas fz_s, fz_p, fz_l on the coordinator, %s on every node' % REMOTE_SCHEMA]
+    for tabs, tgt, s in w.stmts + getattr(w, 'data_stmts', []):
+        if tabs is None or set(tabs) & names:
+            out.append(('-- on node %d: ' % tgt if tgt != 'c' else '') + s + ';')
+    return '\n'.join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description='colojoin differential fuzzer')
+    ap.add_argument('--seed', type=int, required=True)
+    ap.add_argument('--count', type=int, required=True)
+    ap.add_argument('--per-world', type=int, default=150,
+                    help='queries per set of tables (a new world every so many queries)')
+    ap.add_argument('--reduce-budget', type=float, default=float(os.environ.get('FUZZ_REDUCE_BUDGET', 150)),
+                    help='seconds spent reducing failures in all (default 150)')
+    ap.add_argument('--reduce-per-class', type=int, default=1,
+                    help='failures of one class (error message, or mismatch) reduced per world')
+    ap.add_argument('--keep', action='store_true', help='leave the tables in place at the end')
+    ap.add_argument('--show', action='store_true', help='print the world and the queries, run nothing')
+    ap.add_argument('-v', '--verbose', action='store_true')
+    for f, h in FEATURES.items():
+        ap.add_argument('--no-' + f, action='append_const', dest='exclude', const=f, help='leave out: ' + h)
+    args = ap.parse_args()
+    excl = set(args.exclude or [])
+    for f in os.environ.get('FUZZ_EXCLUDE', '').replace(' ', '').split(','):
+        if f:
+            if f not in FEATURES:
+                sys.exit('fuzz: FUZZ_EXCLUDE names an unknown feature %r' % f)
+            excl.add(f)
+    feats = set(FEATURES) - excl
+
+    pg = PG(args)
+    rc, out, err = pg.psql("SELECT string_agg(extname, ' ') FROM pg_extension "
+                           "WHERE extname IN ('colojoin', 'postgres_fdw')")
+    if rc != 0:
+        sys.exit('fuzz: cannot reach the coordinator: ' + err.strip())
+    had_ext = set(out.split())
+    total = 0
+    nfail = 0
+    classes = {}       # signature -> [count, example]
+    budget_end = time.time() + args.reduce_budget
+    t0 = time.time()
+    world_no = 0
+    stats = {}
+    both = {}
+    if excl:
+        log('fuzz: leaving out %s' % ', '.join(sorted(excl)))
+    while total < args.count:
+        wseed = args.seed * 1000 + world_no
+        world_no += 1
+        w = World(wseed, feats)
+        w.pg = pg
+        n = min(args.per_world, args.count - total)
+        rng = random.Random(wseed * 7 + 1)
+        qg = QGen(w, rng, feats)
+        queries = [qg.gen() for _ in range(n)]
+        if args.show:
+            for t in w.tables:
+                log('-- ' + w.describe(t))
+            log(declarations(w, set(t['name'] for t in w.tables)))
+            for q in queries:
+                log(render(q)[0] + ';  -- ' + render(q)[1] + ' ' + (q.prep or ''))
+            total += n
+            continue
+        tw = time.time()
+        err = setup_world(pg, w)
+        if err:
+            nfail += 1
+            sig = 'SETUP ' + signature(err)
+            log('\nFAILURE (setup) seed %d world %d: %s' % (args.seed, wseed, err))
+            log(declarations(w, set(t['name'] for t in w.tables)))
+            classes.setdefault(sig, [0, None])[0] += 1
+            if world_no > 20 and total == 0:
+                break
+            continue
+        if args.verbose:
+            log('fuzz: world %d: %s (setup %.1fs)' % (wseed, '; '.join(w.describe(t) for t in w.tables),
+                                                     time.time() - tw))
+        res = run_batch(pg, queries, range(n))
+        total += n
+        for i in range(n):
+            r = res.get(i, 'CRASH')
+            kind = r.split(' ')[0]
+            stats[kind] = stats.get(kind, 0) + 1
+            if kind == 'BOTHERROR':
+                both[signature(r)] = both.get(signature(r), 0) + 1
+                if args.verbose:
+                    log('fuzz: both sides failed: %s\n  %s' % (r[:200], render(queries[i])[0]))
+        reduced_here = {}
+        for i in range(n):
+            r = res.get(i, 'CRASH no result')
+            if not failed(r):
+                continue
+            nfail += 1
+            sig = signature(r)
+            cl = classes.setdefault(sig, [0, None])
+            cl[0] += 1
+            sql, a = render(queries[i])
+            log('\nFAILURE seed %d (world %d) query %d: %s' % (args.seed, wseed, i, r[:600]))
+            log('  query: %s%s%s' % (sql, ('  -- parameters: ' + a) if a else '',
+                                    ('  -- ' + queries[i].prep) if queries[i].prep else ''))
+            if queries[i].gucs:
+                log('  settings (sharded run): ' + ', '.join('%s=%s' % kv for kv in queries[i].gucs))
+            if reduced_here.get(sig, 0) >= args.reduce_per_class or (cl[1] is not None and cl[0] > 3):
+                continue
+            reduced_here[sig] = reduced_here.get(sig, 0) + 1
+            rq, rr, tries = reduce_query(pg, queries[i], r, budget_end)
+            rsql, ra = render(rq)
+            log('  reduced (%d tries): %s%s%s' % (tries, rsql, ('  -- parameters: ' + ra) if ra else '',
+                                                  ('  -- ' + rq.prep) if rq.prep else ''))
+            if rq.gucs:
+                log('  settings (sharded run): ' + ', '.join('%s=%s' % kv for kv in rq.gucs))
+            log('  result: ' + rr[:600])
+            decl = declarations(w, tables_of(rq))
+            log('  declarations:\n' + '\n'.join('    ' + l for l in decl.splitlines()))
+            if cl[1] is None or len(rsql) < len(cl[1][0]):
+                cl[1] = (rsql, ra, rq.prep, rq.gucs, rr, decl, args.seed, wseed)
+        if args.verbose:
+            log('fuzz: world %d: %d queries in %.1fs' % (wseed, n, time.time() - tw))
+    if not args.keep and not args.show:
+        if not cleanup(pg):
+            nfail += 1
+        # the extensions this run created go too
+        drops = ['DROP EXTENSION IF EXISTS %s;' % e for e in ('colojoin', 'postgres_fdw') if e not in had_ext]
+        if drops:
+            pg.psql('SET client_min_messages = warning;\n' + '\n'.join(drops) + '\n')
+    if classes:
+        log('\nfuzz: failure classes (seed %d):' % args.seed)
+        for sig, (cnt, ex) in sorted(classes.items(), key=lambda x: -x[1][0]):
+            log('  %4d x %s' % (cnt, sig))
+            if ex:
+                log('         e.g. %s%s' % (ex[0], ('  -- parameters: ' + ex[1]) if ex[1] else ''))
+    log('fuzz: seed %d, %.0fs; results: %s' % (args.seed, time.time() - t0,
+                                              ', '.join('%s %d' % kv for kv in sorted(stats.items()))))
+    for sig, cnt in sorted(both.items(), key=lambda x: -x[1]):
+        log('fuzz:   %d x error on both sides (fine): %s' % (cnt, sig))
+    log('fuzz: %d queries, %d failures' % (total, nfail))
+    sys.exit(1 if nfail else 0)
+
+
+if __name__ == '__main__':
+    main()
