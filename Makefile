@@ -15,6 +15,7 @@ OBJS = \
 	src/shard_create.o \
 	src/replicas.o \
 	src/connection.o \
+	src/node_identity.o \
 	src/deparse.o \
 	src/planner.o \
 	src/remote_sql.o \
@@ -28,7 +29,7 @@ OBJS = \
 	src/write_guard.o
 
 EXTENSION = colojoin
-DATA = colojoin--1.0.sql
+DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql
 PGFILEDESC = "colojoin - colocated joins over postgres_fdw shards"
 
 # The suites need the multi-node cluster of test/cluster and colojoin preloaded,

@@ -407,7 +407,9 @@ INSERT INTO cj_decl_l.ll_a SELECT 1 + g % 2, g FROM generate_series(1, 20) g;
 INSERT INTO cj_decl_s.ll_a SELECT * FROM cj_decl_l.ll_a;
 INSERT INTO cj_decl_l.ll_a SELECT 3, g FROM generate_series(1, 5) g;
 SELECT cj_decl.load('ll_b', $$SELECT 1 + g % 3, g FROM generate_series(1, 30) g$$);
-SELECT * FROM colojoin.shards WHERE table_name = 'cj_decl_s.ll_a'::regclass ORDER BY leaf::text, node;
+SELECT table_name, leaf, bound, partition_class, node, remote_relation, is_replica,
+	physical_node IS NOT NULL AS physical_node_known
+FROM colojoin.shards WHERE table_name = 'cj_decl_s.ll_a'::regclass ORDER BY leaf::text, node;
 SELECT q, (cj_decl.check(q)).* FROM (VALUES
 	('SELECT * FROM ll_a'),
 	('SELECT * FROM ll_a JOIN ll_b USING (k)'),

@@ -42,7 +42,9 @@ CREATE FOREIGN TABLE orders_p3 PARTITION OF orders
 	FOR VALUES WITH (MODULUS 4, REMAINDER 3) SERVER md_n1
 	OPTIONS (schema_name 'other');
 
-SELECT * FROM colojoin.shards WHERE table_name = 'orders'::regclass;
+SELECT table_name, leaf, bound, partition_class, node, remote_relation, is_replica,
+	physical_node LIKE '%/colojoin_regress' AS physical_node_known
+FROM colojoin.shards WHERE table_name = 'orders'::regclass;
 
 -- Classes are numbered in bound order, whatever the creation order.
 CREATE TABLE late (k int) PARTITION BY HASH (k);

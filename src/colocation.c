@@ -29,6 +29,7 @@
 
 #include "colojoin.h"
 #include "colocation.h"
+#include "node_identity.h"
 
 /* at most this many "partitions overlap" reasons, then a count of the rest */
 #define CJ_MAX_OVERLAP_REASONS 8
@@ -820,7 +821,7 @@ leaf_has_node(CjLeaf *leaf, Oid serverid)
 	int			i;
 
 	for (i = 0; i < leaf->nplacements; i++)
-		if (leaf->placements[i].serverid == serverid)
+		if (cj_node_same(leaf->placements[i].serverid, serverid))
 			return true;
 	return false;
 }
@@ -870,7 +871,7 @@ cj_common_nodes(CjClass *cls, const bool *leaf_live)
 	return result;
 }
 
-/* the members of a that are also in b, in a's order */
+/* the members of a that are also in b (or the same node), in a's order */
 List *
 cj_intersect_nodes(List *a, List *b)
 {
@@ -879,8 +880,17 @@ cj_intersect_nodes(List *a, List *b)
 
 	foreach(lc, a)
 	{
-		if (list_member_oid(b, lfirst_oid(lc)))
-			result = lappend_oid(result, lfirst_oid(lc));
+		ListCell   *lb;
+
+		/* servers known to reach one database are one node */
+		foreach(lb, b)
+		{
+			if (cj_node_same(lfirst_oid(lc), lfirst_oid(lb)))
+			{
+				result = lappend_oid(result, lfirst_oid(lc));
+				break;
+			}
+		}
 	}
 	return result;
 }

@@ -44,6 +44,7 @@
 #include "utils/wait_event.h"
 
 #include "colojoin.h"
+#include "node_identity.h"
 #include "options.h"
 #include "connection.h"
 
@@ -54,6 +55,9 @@
 #define CJ_COPY_FLUSH_BYTES		(64 * 1024)
 
 /* the session settings every connection gets; remote SQL relies on them */
+/* how long a command waits before we ask whether it waits on ourselves */
+#define CJ_SELF_WAIT_CHECK_MS 1000
+
 #define CJ_SESSION_SETUP \
 	"SET search_path = pg_catalog; SET timezone = 'UTC'; SET datestyle = ISO; " \
 	"SET intervalstyle = postgres; SET extra_float_digits = 3"
@@ -120,6 +124,9 @@ static bool cj_pending_close = false;
 static List *cj_libpq_keywords = NIL;
 
 static void cj_xact_callback(XactEvent event, void *arg);
+static void check_self_wait(CjConnection *c, const char *context);
+static void quiet_cancel(CjConnection *c);
+static bool quiet_drain(PGconn *conn, TimestampTz deadline, char **errmsg_out);
 static void finish_pending_commit(CjConnection *c);
 static CjConnection *get_connection(Oid serverid, Oid userid, int slot,
 									 char **begin_sql);
@@ -317,6 +324,49 @@ wait_for_socket(CjConnection *c, int events, const char *context)
 	return rc;
 }
 
+/* wait_for_socket, giving up after timeout_ms (WL_TIMEOUT) */
+static int
+wait_for_socket_timeout(CjConnection *c, int events, long timeout_ms,
+						const char *context)
+{
+	pgsocket	sock = PQsocket(c->conn);
+	int			rc;
+
+	if (sock == PGINVALID_SOCKET)
+		report_connection_lost(c, context);
+	rc = WaitLatchOrSocket(MyLatch,
+						   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | WL_TIMEOUT | events,
+						   sock, timeout_ms, PG_WAIT_EXTENSION);
+	if (rc & WL_LATCH_SET)
+	{
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+	return rc;
+}
+
+/*
+ * get_result_plain: the next result of a short query sent by
+ * check_self_wait, waiting uninterruptibly for the node's answer (it does
+ * not take locks); NULL when done or when the connection broke.
+ */
+static PGresult *
+get_result_plain(CjConnection *c)
+{
+	while (PQisBusy(c->conn))
+	{
+		pgsocket	sock = PQsocket(c->conn);
+
+		if (sock == PGINVALID_SOCKET)
+			return NULL;
+		(void) WaitLatchOrSocket(NULL, WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH,
+								 sock, -1L, PG_WAIT_EXTENSION);
+		if (!PQconsumeInput(c->conn))
+			return NULL;
+	}
+	return PQgetResult(c->conn);
+}
+
 /*
  * get_result
  *		The next result of the query in flight, or NULL when it is done;
@@ -327,12 +377,84 @@ get_result(CjConnection *c, const char *context)
 {
 	while (PQisBusy(c->conn))
 	{
-		int			rc = wait_for_socket(c, WL_SOCKET_READABLE, context);
+		int			rc = wait_for_socket_timeout(c, WL_SOCKET_READABLE,
+												 CJ_SELF_WAIT_CHECK_MS, context);
 
 		if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(c->conn))
 			report_connection_lost(c, context);
+		if (rc & WL_TIMEOUT)
+			check_self_wait(c, context);
 	}
 	return PQgetResult(c->conn);
+}
+
+/*
+ * check_self_wait
+ *		c's command has been running for a while: find out whether it waits
+ *		for a lock that another connection of this backend holds in the same
+ *		database.  That connection sits idle in its transaction until the
+ *		coordinator sends it something, which it never will while waiting
+ *		for c, and the node cannot see the cycle: only we can end it.  Asked
+ *		through that idle connection itself (pg_blocking_pids of c's
+ *		backend), which costs the node nothing when all is well.  Never
+ *		asked of connections busy or in a failed transaction.
+ */
+static void
+check_self_wait(CjConnection *c, const char *context)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *o;
+	const char *mine = cj_node_identity(c->key.serverid);
+	CjConnection *holder = NULL;
+
+	if (mine == NULL)
+		return;
+	hash_seq_init(&scan, cj_connections);
+	while ((o = hash_seq_search(&scan)) != NULL)
+	{
+		char		sql[128];
+		PGresult   *res;
+		bool		blocked = false;
+
+		if (holder != NULL || o == c || o->in_flight || !o->xact_open ||
+			conn_is_bad(o) || PQtransactionStatus(o->conn) != PQTRANS_INTRANS ||
+			!cj_node_same(o->key.serverid, c->key.serverid))
+			continue;
+		snprintf(sql, sizeof(sql),
+				 "SELECT %d = ANY (pg_catalog.pg_blocking_pids(%d))",
+				 PQbackendPID(o->conn), PQbackendPID(c->conn));
+		if (!PQsendQuery(o->conn, sql))
+			continue;
+		o->in_flight = true;
+		while ((res = get_result_plain(o)) != NULL)
+		{
+			if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+				blocked = (strcmp(PQgetvalue(res, 0, 0), "t") == 0);
+			PQclear(res);
+		}
+		o->in_flight = false;
+		if (blocked)
+			holder = o;
+	}
+	if (holder == NULL)
+		return;
+
+	/* end the wait: cancel c's command, then say who waited for whom */
+	quiet_cancel(c);
+	(void) quiet_drain(c->conn,
+					   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   CJ_CLEANUP_TIMEOUT_MS),
+					   NULL);
+	c->in_flight = false;
+	c->needs_restart = true;
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+			 errmsg("colojoin's connection to node \"%s\" waits for a lock its own connection to node \"%s\" holds",
+					NameStr(c->node_name), NameStr(holder->node_name)),
+			 errdetail("Servers \"%s\" and \"%s\" reach the same database, and both connections are in this transaction%s%s.",
+					   NameStr(c->node_name), NameStr(holder->node_name),
+					   context ? ", while " : "", context ? context : ""),
+			 errhint("Use one server per database for this work, or create what the statements wait on (a schema, say) beforehand.")));
 }
 
 static void
@@ -1036,7 +1158,17 @@ connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
 		/* the entry owns the connection from here on */
 		PQsetNoticeReceiver(conn, notice_receiver, c);
 		c->conn = conn;
-		exec_sql(c, CJ_SESSION_SETUP, "session setup", false);
+		{
+			/* the session's settings, and which database this really is */
+			PGresult   *res = exec_sql(c, CJ_SESSION_SETUP "; " CJ_NODE_IDENTITY_SQL,
+									   "session setup", true);
+
+			if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
+				PQntuples(res) == 1 && PQnfields(res) == 2)
+				cj_node_identity_learn(c->key.serverid, c->key.userid,
+									   PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+			PQclear(res);
+		}
 	}
 	PG_CATCH();
 	{
@@ -2206,6 +2338,8 @@ cj_inval_server(Datum arg, int cacheid, uint32 hashvalue)
 		{
 			c->invalidated = true;
 			cj_pending_close |= (c->conn != NULL);
+			/* its address may name another database now */
+			cj_node_identity_forget(c->key.serverid);
 		}
 	}
 }

@@ -5,7 +5,8 @@
  *	  strategy and join keys, partitions run / pruned / empty, tasks per
  *	  node, rows moved between nodes, the remote SQL (one task, or every
  *	  task under VERBOSE), and under ANALYZE per-node tasks, rows, bytes
- *	  and time.
+ *	  and time.  TEXT prints them as lines for people; JSON, YAML and XML
+ *	  give numbers as numbers and repeated things as lists of objects.
  *
  *	  It only reports; it never connects to a node.
  *
@@ -64,11 +65,47 @@ summarise_nodes(CjScanState *st)
 	return nodes;
 }
 
-void
-cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
+/* under ANALYZE, what the moves carried, in every format */
+static void
+explain_move_totals(CjScanState *st, ExplainState *es)
 {
-	CjScanState *st = (CjScanState *) node;
-	List	   *nodes = summarise_nodes(st);
+	uint64		bytes = 0;
+	double		seconds = 0;
+	int			i;
+
+	if (!es->analyze)
+		return;
+	for (i = 0; i < st->nmoves; i++)
+	{
+		bytes += st->moves[i].bytes;
+		seconds += st->moves[i].seconds;
+	}
+	ExplainPropertyUInteger("Bytes Moved", NULL, bytes, es);
+
+	/* rescans reuse the moved rows: say how often they really moved */
+	if (st->css.ss.ps.instrument && st->css.ss.ps.instrument->nloops > 1)
+		ExplainPropertyInteger("Moves Run", NULL, st->moves[0].runs, es);
+	if (es->timing)
+		ExplainPropertyFloat("Move Time", "ms", seconds * 1000.0, 3, es);
+}
+
+static void
+explain_hints(CjScanState *st, ExplainState *es)
+{
+	if (st->hints[0] != '\0')
+		ExplainPropertyText("Hints", st->hints, es);
+	if (st->hints_unused[0] != '\0')
+		ExplainPropertyText("Hints Not Used", st->hints_unused, es);
+}
+
+/*
+ * The scan's properties as TEXT shows them: one line each, the partitions
+ * and the tasks per node as one string, the per-node statistics of ANALYZE
+ * as "Node ..." lines.  Existing plans' text must not change.
+ */
+static void
+explain_text(CjScanState *st, List *nodes, ExplainState *es)
+{
 	StringInfoData buf;
 	ListCell   *lc;
 	int			i;
@@ -94,32 +131,116 @@ cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 		for (i = 0; i < st->nmoves; i++)
 			appendStringInfo(&buf, "%s%s", i ? "; " : "", st->moves[i].label);
 		ExplainPropertyText("Moves", buf.data, es);
-		if (es->analyze)
-		{
-			uint64		bytes = 0;
-			double		seconds = 0;
-
-			for (i = 0; i < st->nmoves; i++)
-			{
-				bytes += st->moves[i].bytes;
-				seconds += st->moves[i].seconds;
-			}
-			ExplainPropertyUInteger("Bytes Moved", NULL, bytes, es);
-
-			/* rescans reuse the moved rows: say how often they really moved */
-			if (st->css.ss.ps.instrument && st->css.ss.ps.instrument->nloops > 1)
-				ExplainPropertyInteger("Moves Run", NULL, st->moves[0].runs, es);
-			if (es->timing)
-				ExplainPropertyFloat("Move Time", "ms", seconds * 1000.0, 3, es);
-		}
+		explain_move_totals(st, es);
 	}
 	if (es->analyze && st->pruned_at_run_time)
 		ExplainPropertyInteger("Tasks Run", NULL, st->ntasks_run, es);
 	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);
-	if (st->hints[0] != '\0')
-		ExplainPropertyText("Hints", st->hints, es);
-	if (st->hints_unused[0] != '\0')
-		ExplainPropertyText("Hints Not Used", st->hints_unused, es);
+	explain_hints(st, es);
+
+	if (!es->verbose)
+	{
+		if (st->ntasks > 0)
+			ExplainPropertyText("Remote SQL", st->tasks[0].sql, es);
+	}
+	else
+	{
+		for (i = 0; i < st->ntasks; i++)
+		{
+			CjExecTask *task = &st->tasks[i];
+
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Task %d on %s (%s): %s\n",
+							 i + 1, task->node, task->label, task->sql);
+		}
+	}
+
+	if (es->analyze)
+	{
+		foreach(lc, nodes)
+		{
+			CjNodeSummary *ns = lfirst(lc);
+
+			appendStringInfoSpaces(es->str, es->indent * 2);
+			appendStringInfo(es->str, "Node %s: tasks=%d rows=%.0f bytes=" UINT64_FORMAT,
+							 ns->node, ns->tasks_run, ns->rows, ns->bytes);
+			if (es->timing)
+				appendStringInfo(es->str, " time=%.3f ms", ns->seconds * 1000.0);
+			appendStringInfoChar(es->str, '\n');
+		}
+	}
+	pfree(buf.data);
+}
+
+/*
+ * The same properties in JSON, YAML and XML, typed so that a program reads
+ * them without parsing strings:
+ *
+ *	Partitions		{Total, Planned, Pruned, Empty; Run under ANALYZE
+ *					 when the executor pruned}
+ *	Tasks			[{Node, Tasks; under ANALYZE Tasks Run, Rows, Bytes,
+ *					 Time}], one object per node
+ *	Moves			[label, ...], then Bytes Moved, Moves Run, Move Time
+ *	Tasks Run		under ANALYZE when the executor pruned (as in TEXT)
+ *	Rows Moved		a number
+ *	Remote SQL		the first task's; under VERBOSE instead Remote Tasks,
+ *					[{Node, Partition Class, Remote SQL; under ANALYZE
+ *					 Rows, Bytes, Time}], one object per task
+ *
+ * Time is in ms and only with TIMING.  The per-node statistics TEXT prints
+ * as "Node ..." lines are the Tasks objects' ANALYZE fields.
+ */
+static void
+explain_structured(CjScanState *st, List *nodes, ExplainState *es)
+{
+	ListCell   *lc;
+	int			i;
+
+	ExplainPropertyText("Strategy", st->strategy, es);
+
+	ExplainOpenGroup("Partitions", "Partitions", true, es);
+	ExplainPropertyInteger("Total", NULL, st->nclasses, es);
+	ExplainPropertyInteger("Planned", NULL, st->ntasks, es);
+	ExplainPropertyInteger("Pruned", NULL, st->npruned, es);
+	ExplainPropertyInteger("Empty", NULL, st->nempty, es);
+	if (es->analyze && st->pruned_at_run_time)
+		ExplainPropertyInteger("Run", NULL, st->ntasks_run, es);
+	ExplainCloseGroup("Partitions", "Partitions", true, es);
+
+	ExplainOpenGroup("Tasks", "Tasks", false, es);
+	foreach(lc, nodes)
+	{
+		CjNodeSummary *ns = lfirst(lc);
+
+		ExplainOpenGroup("Node Tasks", NULL, true, es);
+		ExplainPropertyText("Node", ns->node, es);
+		ExplainPropertyInteger("Tasks", NULL, ns->tasks, es);
+		if (es->analyze)
+		{
+			ExplainPropertyInteger("Tasks Run", NULL, ns->tasks_run, es);
+			ExplainPropertyFloat("Rows", NULL, ns->rows, 0, es);
+			ExplainPropertyUInteger("Bytes", NULL, ns->bytes, es);
+			if (es->timing)
+				ExplainPropertyFloat("Time", "ms", ns->seconds * 1000.0, 3, es);
+		}
+		ExplainCloseGroup("Node Tasks", NULL, true, es);
+	}
+	ExplainCloseGroup("Tasks", "Tasks", false, es);
+
+	if (st->nmoves > 0)
+	{
+		List	   *labels = NIL;
+
+		for (i = 0; i < st->nmoves; i++)
+			labels = lappend(labels, st->moves[i].label);
+		ExplainPropertyList("Moves", labels, es);
+		list_free(labels);
+		explain_move_totals(st, es);
+	}
+	if (es->analyze && st->pruned_at_run_time)
+		ExplainPropertyInteger("Tasks Run", NULL, st->ntasks_run, es);
+	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);
+	explain_hints(st, es);
 
 	if (!es->verbose)
 	{
@@ -133,13 +254,6 @@ cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 		{
 			CjExecTask *task = &st->tasks[i];
 
-			if (es->format == EXPLAIN_FORMAT_TEXT)
-			{
-				appendStringInfoSpaces(es->str, es->indent * 2);
-				appendStringInfo(es->str, "Task %d on %s (%s): %s\n",
-								 i + 1, task->node, task->label, task->sql);
-				continue;
-			}
 			ExplainOpenGroup("Task", NULL, true, es);
 			ExplainPropertyText("Node", task->node, es);
 			ExplainPropertyText("Partition Class", task->label, es);
@@ -155,33 +269,17 @@ cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
 		}
 		ExplainCloseGroup("Remote Tasks", "Remote Tasks", false, es);
 	}
+}
 
-	if (es->analyze)
-	{
-		ExplainOpenGroup("Nodes", "Nodes", false, es);
-		foreach(lc, nodes)
-		{
-			CjNodeSummary *ns = lfirst(lc);
+void
+cj_explain_scan(CustomScanState *node, List *ancestors, ExplainState *es)
+{
+	CjScanState *st = (CjScanState *) node;
+	List	   *nodes = summarise_nodes(st);
 
-			if (es->format == EXPLAIN_FORMAT_TEXT)
-			{
-				appendStringInfoSpaces(es->str, es->indent * 2);
-				appendStringInfo(es->str, "Node %s: tasks=%d rows=%.0f bytes=" UINT64_FORMAT,
-								 ns->node, ns->tasks_run, ns->rows, ns->bytes);
-				if (es->timing)
-					appendStringInfo(es->str, " time=%.3f ms", ns->seconds * 1000.0);
-				appendStringInfoChar(es->str, '\n');
-				continue;
-			}
-			ExplainOpenGroup("Node", NULL, true, es);
-			ExplainPropertyText("Node", ns->node, es);
-			ExplainPropertyInteger("Tasks", NULL, ns->tasks_run, es);
-			ExplainPropertyFloat("Rows", NULL, ns->rows, 0, es);
-			ExplainPropertyUInteger("Bytes", NULL, ns->bytes, es);
-			if (es->timing)
-				ExplainPropertyFloat("Time", "ms", ns->seconds * 1000.0, 3, es);
-			ExplainCloseGroup("Node", NULL, true, es);
-		}
-		ExplainCloseGroup("Nodes", "Nodes", false, es);
-	}
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+		explain_text(st, nodes, es);
+	else
+		explain_structured(st, nodes, es);
+	list_free_deep(nodes);
 }

@@ -29,6 +29,7 @@
 #include "utils/typcache.h"
 
 #include "colojoin.h"
+#include "node_identity.h"
 #include "planner_internal.h"
 
 static int
@@ -242,6 +243,10 @@ placement_on(CjLeaf *leaf, Oid serverid)
 	for (i = 0; i < leaf->nplacements; i++)
 		if (leaf->placements[i].serverid == serverid)
 			return &leaf->placements[i];
+	/* another server reaching the same database: its name is good there */
+	for (i = 0; i < leaf->nplacements; i++)
+		if (cj_node_same(leaf->placements[i].serverid, serverid))
+			return &leaf->placements[i];
 
 	/*
 	 * Only joinOptions(is_colocated_by_join_keys='true') puts a task where
@@ -310,7 +315,7 @@ leaf_on_node(CjLeaf *leaf, Oid serverid)
 	int			i;
 
 	for (i = 0; i < leaf->nplacements; i++)
-		if (leaf->placements[i].serverid == serverid)
+		if (cj_node_same(leaf->placements[i].serverid, serverid))
 			return true;
 	return false;
 }

@@ -36,6 +36,7 @@
 
 #include "colojoin.h"
 #include "connection.h"
+#include "node_identity.h"
 #include "metadata.h"
 #include "shard_create.h"
 
@@ -149,6 +150,7 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 {
 	CjConnection *src = cj_get_connection(primary->serverid, GetUserId(), 0);
 	CjConnection *dst = cj_get_connection(serverid, GetUserId(), 0);
+	Oid			dstnode;
 	const char *schema = primary->remote_schema;
 	const char *table = primary->remote_table;
 	char	   *qualified = quote_qualified_identifier(schema, table);
@@ -160,6 +162,20 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 	StringInfoData cols;
 	StringInfoData sql;
 	int			i;
+
+	/* both connections are open now, so both databases are known */
+	if (cj_node_same(primary->serverid, serverid))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("server \"%s\" reaches the same database as server \"%s\", the primary placement of %s",
+						server, cj_node_name(primary->serverid),
+						quote_identifier(get_rel_name(leaf->relid))),
+				 errdetail("A replica there would be the primary table itself."),
+				 errhint("Add the replica on a server of another node.")));
+	/* DDL on one connection per database (see shard_create.c) */
+	dstnode = cj_node_representative(serverid, GetUserId());
+	if (dstnode != serverid && dstnode != primary->serverid)
+		dst = cj_get_connection(dstnode, GetUserId(), 0);
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,

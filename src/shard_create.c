@@ -42,6 +42,7 @@
 #include "utils/syscache.h"
 
 #include "colojoin.h"
+#include "node_identity.h"
 #include "colocation.h"
 #include "connection.h"
 #include "shard_create.h"
@@ -644,7 +645,16 @@ colojoin_create_shards(PG_FUNCTION_ARGS)
 										 quote_identifier(leaf));
 		char	   *context = psprintf("creating partition %s", leaf);
 		CjConnection *conn = cj_get_connection(placement[r], GetUserId(), 0);
+		Oid			node = cj_node_representative(placement[r], GetUserId());
 		bool		schema_done = false;
+
+		/*
+		 * Servers that reach one database share one connection for the DDL:
+		 * two connections of this transaction there would wait on each
+		 * other's locks (CREATE SCHEMA), and the node cannot tell.
+		 */
+		if (node != placement[r])
+			conn = cj_get_connection(node, GetUserId(), 0);
 
 		/*
 		 * The schema, once per node.  Looked up first: CREATE SCHEMA IF NOT
@@ -652,7 +662,7 @@ colojoin_create_shards(PG_FUNCTION_ARGS)
 		 * is there, which a node's application role rarely has.
 		 */
 		for (i = 0; i < r; i++)
-			if (placement[i] == placement[r])
+			if (cj_node_representative(placement[i], GetUserId()) == node)
 				schema_done = true;
 		if (!schema_done)
 		{

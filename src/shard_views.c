@@ -14,11 +14,13 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -26,7 +28,9 @@
 
 #include "colojoin.h"
 #include "colocation.h"
+#include "connection.h"
 #include "metadata.h"
+#include "node_identity.h"
 
 PG_FUNCTION_INFO_V1(colojoin_shard_placements);
 PG_FUNCTION_INFO_V1(colojoin_colocation);
@@ -93,6 +97,46 @@ top_level_partitioned_tables(void)
 }
 
 /*
+ * physical_node
+ *		The database server reaches ("<system identifier>/<database>"), as
+ *		learned when colojoin connected to it; connects now when this
+ *		backend has not yet.  NULL when the node cannot be reached: the view
+ *		must work with a node down.  The connection attempt runs in a
+ *		subtransaction so that its failure is only that.
+ */
+static Datum
+physical_node(Oid serverid, bool *isnull)
+{
+	const char *node = cj_node_identity(serverid);
+
+	if (node == NULL && cj_is_postgres_fdw_server(serverid))
+	{
+		MemoryContext oldcxt = CurrentMemoryContext;
+		ResourceOwner oldowner = CurrentResourceOwner;
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(oldcxt);
+		PG_TRY();
+		{
+			(void) cj_get_connection(serverid, GetUserId(), 0);
+			ReleaseCurrentSubTransaction();
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(oldcxt);
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		node = cj_node_identity(serverid);
+	}
+	*isnull = (node == NULL);
+	return node ? CStringGetTextDatum(node) : (Datum) 0;
+}
+
+/*
  * colojoin_shard_placements
  *		One row per placement of every leaf of every sharded table: a
  *		top-level partitioned table with at least one foreign leaf.
@@ -110,8 +154,11 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	List	   *tables;
 	ListCell   *lc;
+	int			natts;
 
 	InitMaterializedSRF(fcinfo, 0);
+	/* 7 columns in version 1.0 of the SQL objects, 8 from 1.1 on */
+	natts = rsinfo->setDesc->natts;
 
 	if (!colojoin_is_active())
 		PG_RETURN_VOID();
@@ -137,8 +184,8 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 
 				for (p = 0; p < Max(leaf->nplacements, 1); p++)
 				{
-					Datum		values[7];
-					bool		nulls[7];
+					Datum		values[8];
+					bool		nulls[8];
 
 					memset(nulls, 0, sizeof(nulls));
 					values[0] = ObjectIdGetDatum(t->relid);
@@ -147,7 +194,7 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 					values[3] = Int32GetDatum(c);
 					if (leaf->nplacements == 0)
 					{
-						nulls[4] = nulls[5] = true;
+						nulls[4] = nulls[5] = nulls[7] = true;
 						values[6] = BoolGetDatum(false);
 					}
 					else
@@ -158,6 +205,10 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 						values[5] = CStringGetTextDatum(quote_qualified_identifier(pl->remote_schema,
 																				   pl->remote_table));
 						values[6] = BoolGetDatum(pl->is_replica);
+						if (natts > 7 && pl->serverid != CJ_LOCAL_NODE)
+							values[7] = physical_node(pl->serverid, &nulls[7]);
+						else
+							nulls[7] = true;
 					}
 					tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
 										 values, nulls);
