@@ -15,6 +15,7 @@
 \set prefix cj_hint
 \i sql/include/three_nodes_begin.sql
 -- the same three nodes again, under other names: colojoin cannot know
+-- until it has connected to them (see below)
 CREATE SERVER cj_hint_m1 FOREIGN DATA WRAPPER postgres_fdw
 	OPTIONS (host '127.0.0.1', port :'node1_port', dbname 'colojoin_regress');
 CREATE SERVER cj_hint_m2 FOREIGN DATA WRAPPER postgres_fdw
@@ -277,7 +278,12 @@ FROM try('/*+ ColocatedJoin(a loc) */ SELECT count(*) FROM a JOIN loc ON a.k = l
 SELECT state,
 	   detail ~ '\mlOc\M' AS detail_keeps_its_case
 FROM try('/*+ ColocatedJoin(a "lOc") */ SELECT count(*) FROM a JOIN loc "lOc" ON a.k = "lOc".k');
--- placement colojoin cannot prove (use joinOptions for that, below)
+-- placement colojoin cannot prove (use joinOptions for that, below): e's
+-- servers reach a's databases, which colojoin learns when it first connects
+-- to them, so a new session, which has not, cannot know it
+\c -
+SET search_path = cj_hint, public;
+\set VERBOSITY terse
 /*+ ColocatedJoin(a e) */ SELECT count(*) FROM a JOIN e ON a.k = e.k;
 SELECT state,
 	   detail LIKE '%cj_hint_n1%' AND detail LIKE '%cj_hint_m1%' AS detail_names_servers,
@@ -300,6 +306,8 @@ SELECT plan(q), same(q) FROM (VALUES
 	-- what colojoin can prove still counts: these joins are not colocated
 	('/*+ joinOptions(is_colocated_by_join_keys=''true'') */ SELECT a.k, e.z FROM a JOIN e ON a.v * 10 = e.k'),
 	('/*+ joinOptions(is_colocated_by_join_keys=''true'') */ SELECT m4.k, e.z FROM m4 JOIN e ON m4.k = e.k'),
+	-- without the trust, what colojoin knows: the moves above connected to
+	-- e's servers, so it now knows they reach a's databases
 	('/*+ joinOptions(is_colocated_by_join_keys=''false'') */ SELECT a.k, e.z FROM a JOIN e ON a.k = e.k')
 ) v(q);
 SELECT /*+ joinOptions(is_colocated_by_join_keys='true') */ count(*), sum(e.z), sum(a.v)
