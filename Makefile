@@ -13,6 +13,7 @@ OBJS = \
 	src/colocation.o \
 	src/shard_views.o \
 	src/shard_create.o \
+	src/shard_drop.o \
 	src/replicas.o \
 	src/connection.o \
 	src/node_identity.o \

@@ -31,3 +31,35 @@ CREATE VIEW colojoin.shards AS
 COMMENT ON VIEW colojoin.shards IS
 	'every placement of every leaf of every sharded table; bound and partition_class are those of the leaf''s top-level partition (its partition class); physical_node is the database the placement''s server reaches, NULL while it cannot be reached';
 GRANT SELECT ON colojoin.shards TO PUBLIC;
+
+/*
+ * The remote tables colojoin created (create_shards, add_replica), so that
+ * drop_shards and DROP TABLE drop exactly those and never a table someone
+ * else made.  Tables made under 1.0 are not recorded and are never dropped.
+ */
+CREATE TABLE colojoin.shard_origins (
+	leaf regclass NOT NULL,
+	server name NOT NULL,
+	remote_schema text NOT NULL,
+	remote_table text NOT NULL,
+	PRIMARY KEY (leaf, server)
+);
+COMMENT ON TABLE colojoin.shard_origins IS
+	'remote tables colojoin created for leaf partitions, which drop_shards and DROP TABLE may drop';
+SELECT pg_catalog.pg_extension_config_dump('colojoin.shard_origins', '');
+GRANT SELECT ON colojoin.shard_origins TO PUBLIC;
+
+CREATE FUNCTION colojoin.drop_shards(parent regclass)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'colojoin_drop_shards'
+LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION colojoin.drop_shards(regclass) IS
+	'drop the remote tables colojoin made for the partitions of a table (and their replicas), then those partitions';
+
+CREATE FUNCTION colojoin.drop_remote_shards()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'colojoin_drop_remote_shards'
+LANGUAGE C;
+-- before colojoin_forget_dropped_replicas: event triggers fire in name order
+CREATE EVENT TRIGGER colojoin_drop_remote_shards ON sql_drop
+	EXECUTE FUNCTION colojoin.drop_remote_shards();

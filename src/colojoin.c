@@ -34,6 +34,7 @@ int			colojoin_max_connections_per_node = 4;
 bool		colojoin_log_decisions = false;
 bool		colojoin_enable_aggregate_pushdown = true;
 bool		colojoin_binary_results = true;
+bool		colojoin_drop_remote_shards_on = true;
 
 /* cached answer of colojoin_is_active; reset by namespace invalidations */
 typedef enum
@@ -140,6 +141,13 @@ define_settings(void)
 							 "Has the nodes send result rows in binary form when every column's type allows it.",
 							 "Built-in types whose binary form is exact and independent of the session's settings travel in binary; any other column makes the scan use text.",
 							 &colojoin_binary_results,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.drop_remote_shards",
+							 "Drops the remote tables colojoin made for a leaf when the leaf is dropped.",
+							 "DROP TABLE of a sharded table made by colojoin.create_shards, or of such a leaf, drops the leaves' remote tables (and their replicas' made by add_replica) on the nodes in the same transaction; tables colojoin did not make are never dropped.",
+							 &colojoin_drop_remote_shards_on,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

@@ -37,6 +37,7 @@
 #include "colojoin.h"
 #include "connection.h"
 #include "node_identity.h"
+#include "shard_drop.h"
 #include "metadata.h"
 #include "shard_create.h"
 
@@ -212,6 +213,7 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 		resetStringInfo(&sql);
 		appendStringInfo(&sql, "DROP TABLE IF EXISTS %s", qualified);
 		cj_conn_note_write(dst, sql.data, psprintf("table %s", qualified));
+		cj_record_shard_origin(leaf->relid, serverid, schema, table);
 
 		/*
 		 * Rename through temporary names first, so that remote names that

@@ -43,6 +43,7 @@
 
 #include "colojoin.h"
 #include "node_identity.h"
+#include "shard_drop.h"
 #include "colocation.h"
 #include "connection.h"
 #include "shard_create.h"
@@ -690,6 +691,9 @@ colojoin_create_shards(PG_FUNCTION_ARGS)
 		cj_conn_note_write(conn,
 						   psprintf("DROP TABLE IF EXISTS %s", qualified),
 						   psprintf("table %s", qualified));
+		/* made by colojoin, so drop_shards and DROP TABLE may drop it */
+		cj_record_shard_origin(get_relname_relid(leaf, nspid), placement[r],
+							   nspname, leaf);
 	}
 
 	PG_RETURN_INT32(modulus);

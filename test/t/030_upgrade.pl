@@ -115,4 +115,19 @@ is($coord->safe_psql('restored', $join), $expected, 'the join is right in the re
 like($coord->safe_psql('restored', "EXPLAIN (COSTS OFF) $join"),
 	qr/ColocatedJoin.*Rows Moved: 0/s, 'and colocated there too');
 
+# tables made under 1.0 were never recorded as colojoin's: drop_shards of
+# the new version leaves them (and their partitions) alone
+is($coord->safe_psql('up', "SELECT colojoin.drop_shards('a')"), '0',
+	'drop_shards drops nothing colojoin 1.0 made');
+is($coord->safe_psql('up', $join), $expected, 'and the join is still right');
+# what 1.1 makes, it records, and drop_shards drops
+is( $coord->safe_psql(
+		'up', q{CREATE TABLE c (k int) PARTITION BY HASH (k);
+		SELECT colojoin.create_shards('c', ARRAY['n1', 'n2'], 2);
+		SELECT colojoin.drop_shards('c')}),
+	"2\n2",
+	'drop_shards drops the remote tables create_shards made after the update');
+is($node1->safe_psql('postgres', "SELECT count(*) FROM pg_class WHERE relname LIKE 'c\\_p%'"),
+	'0', 'gone from the node');
+
 done_testing();
