@@ -17,6 +17,7 @@ OBJS = \
 	src/replicas.o \
 	src/connection.o \
 	src/node_identity.o \
+	src/node_health.o \
 	src/deparse.o \
 	src/planner.o \
 	src/remote_sql.o \

@@ -22,6 +22,7 @@
 #include "utils/syscache.h"
 
 #include "colojoin.h"
+#include "node_health.h"
 
 PG_MODULE_MAGIC;
 
@@ -151,6 +152,13 @@ define_settings(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("colojoin.node_failure_memory",
+							"How long a node that could not be reached is avoided.",
+							"Tasks whose partition class has another placement run there instead, without trying the node again, for this long after its failure; 0 tries it every time.",
+							&colojoin_node_failure_memory,
+							30000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("colojoin");
 }
 

@@ -2612,3 +2612,90 @@ cj_copy_rows(CjConnection *src, const char *copy_out_sql,
 
 	return bytes;
 }
+
+/* ----------------------------------------------------------------
+ *		Failover support
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * cj_conn_try_connect
+ *		See connection.h: make sure the slot has a connection to its node,
+ *		opening one if need be, without starting a remote transaction.
+ *		false (with the reason in *reason) when the node cannot be reached;
+ *		any other error (a missing user mapping, a cancel) is thrown as
+ *		usual.  Catching the connect error is safe here: connect_node holds
+ *		no resources when it reports that the node did not answer.
+ */
+bool
+cj_conn_try_connect(Oid serverid, Oid userid, int slot, char **reason)
+{
+	CjConnection *c = lookup_entry(serverid, userid, slot, true);
+	ForeignServer *server;
+	UserMapping *um;
+	MemoryContext oldcxt = CurrentMemoryContext;
+	volatile bool ok = true;
+
+	*reason = NULL;
+	if (c->conn != NULL && PQstatus(c->conn) == CONNECTION_OK)
+		return true;
+	if (c->xact_open)
+	{
+		/* it died earlier in this transaction */
+		*reason = pstrdup("the connection was lost earlier in this transaction");
+		return false;
+	}
+	if (c->conn != NULL)
+		close_connection(c);
+	server = GetForeignServer(serverid);
+	um = lookup_user_mapping(userid, server);
+	namestrcpy(&c->node_name, server->servername);
+	c->server_hashvalue = GetSysCacheHashValue1(FOREIGNSERVEROID,
+												ObjectIdGetDatum(serverid));
+	c->invalidated = false;
+	reset_xact_state(c);
+	PG_TRY();
+	{
+		connect_node(c, server, um);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		if (edata->sqlerrcode != ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION)
+			PG_RE_THROW();
+		FlushErrorState();
+		*reason = edata->detail ? psprintf("%s: %s", edata->message, edata->detail) :
+			edata->message;
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/*
+ * cj_conn_is_lost
+ *		See connection.h: the node went away under conn.
+ */
+bool
+cj_conn_is_lost(CjConnection *conn)
+{
+	return conn_is_bad(conn);
+}
+
+/*
+ * cj_conn_abandon
+ *		See connection.h: conn's node went away while a scan read from it;
+ *		the scan moves on without it.  Its remote transaction only read, so
+ *		there is nothing to keep: commit forgets it (pre_commit), and this
+ *		transaction does not use the slot again.
+ */
+void
+cj_conn_abandon(CjConnection *conn)
+{
+	conn->in_flight = false;
+	conn->owner = NULL;
+	conn->cursor_open = false;
+}

@@ -113,6 +113,17 @@ extern bool cj_connection_busy(Oid serverid, Oid userid, int slot);
 extern uint64 cj_conn_xact_id(Oid serverid, Oid userid, int slot);
 
 /*
+ * Failover (executor.c): cj_conn_try_connect opens the slot's connection
+ * if need be, without a remote transaction, and says false (with why) when
+ * the node cannot be reached instead of throwing; cj_conn_is_lost tells a
+ * connection whose node went away; cj_conn_abandon lets a scan walk away
+ * from one whose remote transaction only read.
+ */
+extern bool cj_conn_try_connect(Oid serverid, Oid userid, int slot, char **reason);
+extern bool cj_conn_is_lost(CjConnection *conn);
+extern void cj_conn_abandon(CjConnection *conn);
+
+/*
  * cj_conn_cancel: stop the query in flight and leave the connection idle
  * (the remote transaction restarts at the next use if the cancel aborted
  * it).  Never throws.

@@ -37,6 +37,7 @@
 #include "connection.h"
 #include "deparse.h"
 #include "executor.h"
+#include "node_health.h"
 #include "planner.h"
 
 static void cj_begin_scan(CustomScanState *node, EState *estate, int eflags);
@@ -44,6 +45,7 @@ static TupleTableSlot *cj_exec_scan(CustomScanState *node);
 static void cj_end_scan(CustomScanState *node);
 static void cj_rescan(CustomScanState *node);
 static void release_on_reset(void *arg);
+static void release_batches(CjWorker *w);
 
 static CustomExecMethods cj_exec_methods = {
 	.CustomName = COLOJOIN_CUSTOM_SCAN_NAME,
@@ -113,6 +115,26 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 		task->sql = strVal(list_nth(t, CJ_TASK_SQL));
 		task->label = strVal(list_nth(t, CJ_TASK_LABEL));
 		task->remainder = intVal(list_nth(t, CJ_TASK_HASH_REMAINDER));
+		task->planned_node = task->node;
+		{
+			List	   *alts = (List *) list_nth(t, CJ_TASK_ALTERNATIVES);
+			ListCell   *la;
+			int			a = 0;
+
+			task->nalts = list_length(alts);
+			task->alt_server = palloc(sizeof(Oid) * Max(task->nalts, 1));
+			task->alt_node = palloc(sizeof(char *) * Max(task->nalts, 1));
+			task->alt_sql = palloc(sizeof(char *) * Max(task->nalts, 1));
+			foreach(la, alts)
+			{
+				List	   *alt = (List *) lfirst(la);
+
+				task->alt_server[a] = (Oid) intVal(linitial(alt));
+				task->alt_node[a] = strVal(lsecond(alt));
+				task->alt_sql[a] = strVal(lthird(alt));
+				a++;
+			}
+		}
 	}
 
 	{
@@ -576,6 +598,109 @@ drop_moves(CjScanState *st)
 }
 
 /*
+ * move_task_off
+ *		Failover of one task whose node is down: onto the first other node
+ *		holding its class that did not fail moments ago.  false when there
+ *		is none; the task stays where it was.
+ */
+static bool
+move_task_off(CjExecTask *task, Oid down)
+{
+	int			a;
+
+	if (task->serverid != down)
+		return true;
+	for (a = 0; a < task->nalts; a++)
+	{
+		if (task->alt_server[a] == down || cj_node_failed_recently(task->alt_server[a]))
+			continue;
+		task->serverid = task->alt_server[a];
+		task->node = task->alt_node[a];
+		task->sql = task->alt_sql[a];
+		task->failed_over = true;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * fail_over_node
+ *		Node down cannot be reached (why says how): every task there that
+ *		has not returned a row moves to another placement of its class.
+ *		When one cannot, the node's failure is the scan's error, as it would
+ *		have been without failover.
+ */
+static void
+fail_over_node(CjScanState *st, Oid down, const char *node, const char *why)
+{
+	int			i;
+
+	cj_node_note_failure(down);
+	for (i = 0; i < st->ntasks; i++)
+	{
+		CjExecTask *task = &st->tasks[i];
+
+		if (task->serverid != down || task->skipped || task->done)
+			continue;
+		if (!move_task_off(task, down))
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("could not connect to node \"%s\"", node),
+					 errdetail_internal("%s", why),
+					 errhint("Partition class %s has no other placement that can be reached.",
+							 task->label)));
+		elog(DEBUG1, "colojoin: partition class %s moves from node \"%s\" to \"%s\"",
+			 task->label, node, task->node);
+	}
+}
+
+/*
+ * avoid_unreachable_nodes
+ *		Before any connection of the scan is used: nodes that failed moments
+ *		ago, or that cannot be connected to now, hand their tasks to other
+ *		placements (fail_over_node).  Connecting is tried once per node;
+ *		a connection already open costs nothing.
+ */
+static void
+avoid_unreachable_nodes(CjScanState *st, Oid userid)
+{
+	List	   *tried = NIL;
+	bool		again = true;
+
+	/* a task that moved may land on another node to try in turn */
+	while (again)
+	{
+		int			i;
+
+		again = false;
+		for (i = 0; i < st->ntasks; i++)
+		{
+			CjExecTask *task = &st->tasks[i];
+			char	   *why = NULL;
+			Oid			node = task->serverid;
+			const char *name = task->node;
+
+			if (task->skipped || list_member_oid(tried, node))
+				continue;
+			tried = lappend_oid(tried, node);
+			if (task->nalts == 0 && !cj_node_failed_recently(node))
+				continue;		/* nowhere else to go: let it fail as before */
+			if (cj_node_failed_recently(node))
+				why = psprintf("node \"%s\" failed moments ago", name);
+			else if (!cj_conn_try_connect(node, userid, free_slot(node, userid, 0), &why))
+				;
+			else
+			{
+				cj_node_note_success(node);
+				continue;
+			}
+			fail_over_node(st, node, name, why);
+			again = true;
+		}
+	}
+}
+
+/*
  * start_scan
  *		Open the connections the tasks need, up to max_connections_per_node
  *		per node, and send each its first task; each node starts working
@@ -607,6 +732,10 @@ start_scan(CjScanState *st)
 		prune_tasks(st);
 	else
 		st->ntasks_run += st->ntasks;
+
+	/* failover: moved rows sit on one node each, so only without moves */
+	if (st->nmoves == 0)
+		avoid_unreachable_nodes(st, userid);
 
 	/* tasks per node, nodes in order of their first task */
 	for (i = 0; i < st->ntasks; i++)
@@ -779,6 +908,61 @@ note_text_fallback(CjScanState *st, CjWorker *w, const PGresult *res)
 }
 
 /*
+ * fail_over_worker
+ *		w's connection died under its task.  When no row of the task reached
+ *		the scan's caller yet and its class has another placement, the task
+ *		runs again there, on a connection of that node, and so do the
+ *		node's tasks not started yet; returns true.  Otherwise false, and
+ *		the caller reports the lost connection as before.
+ */
+static bool
+fail_over_worker(CjScanState *st, CjWorker *w)
+{
+	Oid			userid = OidIsValid(st->userid) ? st->userid : GetUserId();
+	CjExecTask *task = w->task;
+	Oid			down = w->serverid;
+	const char *name;
+	int			i;
+	int			a;
+	bool		possible = false;
+
+	if (st->nmoves > 0 || task == NULL || task->rows > 0 ||
+		!cj_conn_is_lost(w->conn))
+		return false;
+	for (a = 0; a < task->nalts; a++)
+		if (task->alt_server[a] != down && !cj_node_failed_recently(task->alt_server[a]))
+			possible = true;
+	if (!possible)
+		return false;
+
+	name = task->node;
+	release_batches(w);
+	w->in_flight = false;
+	cj_conn_abandon(w->conn);
+
+	/* the node's tasks not started yet go elsewhere too */
+	task->taken = false;
+	fail_over_node(st, down, name, "its connection was lost during the scan");
+	for (i = 0; i < st->nworkers; i++)
+		if (st->workers[i].serverid == down && &st->workers[i] != w &&
+			st->workers[i].task == NULL)
+			st->workers[i].serverid = InvalidOid;	/* idle, and its node is gone */
+
+	/* this worker serves the task's new node from now on */
+	task->taken = true;
+	w->serverid = task->serverid;
+	w->slot = free_slot(w->serverid, userid, 0);
+	w->conn = cj_get_connection(w->serverid, userid, w->slot);
+	w->begin_sql = NULL;
+	cj_conn_set_owner(w->conn, st);
+	ereport(DEBUG1,
+			(errmsg_internal("colojoin: %s runs again on node \"%s\", node \"%s\" being lost",
+							 task_context(task), task->node, name)));
+	start_task(st, w, task);
+	return true;
+}
+
+/*
  * collect_results
  *		Take in, without waiting, the results of the command in flight: a
  *		batch of rows becomes pending; the end of the command frees the
@@ -820,6 +1004,11 @@ collect_results(CjScanState *st, CjWorker *w)
 				PQclear(res);
 				break;
 			default:
+				if (cj_conn_is_lost(w->conn) && fail_over_worker(st, w))
+				{
+					PQclear(res);
+					return;
+				}
 				PG_TRY();
 				{
 					cj_report_remote_error(ERROR, w->conn, res,
@@ -933,7 +1122,7 @@ wait_for_input(CjScanState *st)
 
 		if (w == NULL || !(events[i].events & WL_SOCKET_READABLE) || !w->in_flight)
 			continue;
-		if (!PQconsumeInput(cj_conn_pgconn(w->conn)))
+		if (!PQconsumeInput(cj_conn_pgconn(w->conn)) && !fail_over_worker(st, w))
 			cj_report_remote_error(ERROR, w->conn, NULL, task_context(w->task));
 	}
 	pfree(events);

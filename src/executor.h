@@ -31,6 +31,14 @@ typedef struct CjExecTask
 	double		rows;
 	uint64		bytes;
 	double		seconds;
+
+	/* failover: the other nodes holding the class, with the SQL for each */
+	int			nalts;
+	Oid		   *alt_server;
+	char	  **alt_node;
+	char	  **alt_sql;
+	char	   *planned_node;	/* where the plan put it */
+	bool		failed_over;	/* it ran elsewhere, its node being down */
 } CjExecTask;
 
 /* rows moved into a temporary table on one node before the tasks */

@@ -89,6 +89,28 @@ explain_move_totals(CjScanState *st, ExplainState *es)
 		ExplainPropertyFloat("Move Time", "ms", seconds * 1000.0, 3, es);
 }
 
+/*
+ * Under ANALYZE, the tasks that ran on another placement than the plan's
+ * because their node could not be reached (failover): "class from node to
+ * node" each, in every format a list.
+ */
+static void
+explain_failover(CjScanState *st, ExplainState *es)
+{
+	List	   *moved = NIL;
+	int			i;
+
+	if (!es->analyze)
+		return;
+	for (i = 0; i < st->ntasks; i++)
+		if (st->tasks[i].failed_over)
+			moved = lappend(moved, psprintf("%s from %s to %s", st->tasks[i].label,
+											st->tasks[i].planned_node,
+											st->tasks[i].node));
+	if (moved != NIL)
+		ExplainPropertyList("Failed Over", moved, es);
+}
+
 static void
 explain_hints(CjScanState *st, ExplainState *es)
 {
@@ -135,6 +157,7 @@ explain_text(CjScanState *st, List *nodes, ExplainState *es)
 	}
 	if (es->analyze && st->pruned_at_run_time)
 		ExplainPropertyInteger("Tasks Run", NULL, st->ntasks_run, es);
+	explain_failover(st, es);
 	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);
 	explain_hints(st, es);
 
@@ -239,6 +262,7 @@ explain_structured(CjScanState *st, List *nodes, ExplainState *es)
 	}
 	if (es->analyze && st->pruned_at_run_time)
 		ExplainPropertyInteger("Tasks Run", NULL, st->ntasks_run, es);
+	explain_failover(st, es);
 	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);
 	explain_hints(st, es);
 

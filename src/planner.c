@@ -51,6 +51,7 @@
 #include "hints.h"
 #include "join_group.h"
 #include "metadata.h"
+#include "node_health.h"
 #include "planner.h"
 #include "planner_internal.h"
 
@@ -691,7 +692,10 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 			return false;
 		}
 
-		/* spread: the qualifying node with the fewest tasks so far */
+		/*
+		 * Spread: the qualifying node with the fewest tasks so far, among
+		 * those that did not fail moments ago if there are such.
+		 */
 		foreach(lc, nodes)
 		{
 			Oid			node = lfirst_oid(lc);
@@ -704,6 +708,8 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 				if (lfirst_oid(ln) == node)
 					count = lfirst_int(lcnt);
 			}
+			if (cj_node_failed_recently(node))
+				count += 1000000;
 			if (bestcount < 0 || count < bestcount)
 			{
 				best = node;
@@ -732,6 +738,8 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 		task = palloc(sizeof(CjTask));
 		task->cls = c;
 		task->serverid = best;
+		/* where the class can run if best cannot be reached (failover) */
+		task->alternatives = list_delete_oid(list_copy(nodes), best);
 		g->tasks = lappend(g->tasks, task);
 	}
 	return true;
@@ -2426,6 +2434,36 @@ find_prune_keys(CjJoinGroup *g, int *prune_rel)
 }
 
 /*
+ * task_alternatives
+ *		Failover: the other nodes that hold every live leaf of the task's
+ *		class, each with the task's SQL as it runs there (a replica's
+ *		placement may be named differently).  None for a group that moves
+ *		rows: its tasks read temporary tables filled on one node.
+ */
+static List *
+task_alternatives(CjJoinGroup *g, CjTask *task, List *scan_vars,
+				  CjUpperSpec *spec, CjSqlContext *sc)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
+			return NIL;
+	foreach(lc, task->alternatives)
+	{
+		Oid			alt = lfirst_oid(lc);
+
+		result = lappend(result,
+						 list_make3(makeInteger((int) alt),
+									makeString(cj_node_name(alt)),
+									makeString(cj_task_sql(g, scan_vars, spec,
+														   task->cls, alt, sc))));
+	}
+	return result;
+}
+
+/*
  * cj_plan_custom_path
  *		The CustomScan of a chosen colocated path: its scan tuple holds the
  *		columns the remote queries return; conditions that cannot run on the
@@ -2509,6 +2547,7 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 											  task->serverid, &sc)));
 		t = lappend(t, makeString(cj_class_label(g->space, task->cls)));
 		t = lappend(t, makeInteger(remainder));
+		t = lappend(t, task_alternatives(g, task, scan_vars, spec, &sc));
 		tasks = lappend(tasks, t);
 	}
 

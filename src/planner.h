@@ -44,6 +44,8 @@ typedef enum CjTaskIndex
 	CJ_TASK_SQL,				/* String: the remote query */
 	CJ_TASK_LABEL,				/* String: the class, e.g. its bound */
 	CJ_TASK_HASH_REMAINDER,		/* Integer: hash remainder, -1 if not hash */
+	CJ_TASK_ALTERNATIVES,		/* List of [Integer server, String node,
+								 * String sql]: where else it can run */
 	CJ_TASK_COUNT
 } CjTaskIndex;
 

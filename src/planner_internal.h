@@ -69,6 +69,7 @@ typedef struct CjTask
 {
 	int			cls;
 	Oid			serverid;
+	List	   *alternatives;	/* Oid: other nodes that hold the class */
 } CjTask;
 
 /*
