@@ -14,7 +14,8 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 
-our @EXPORT = qw(cj_new_node cj_new_cluster cj_explain cj_query);
+our @EXPORT =
+  qw(cj_new_node cj_new_cluster cj_explain cj_query cj_session cj_lock_tables);
 
 # Settings every test server gets: small, fast, and UTF8 whatever the locale.
 my $common_conf = <<'CONF';
@@ -116,6 +117,48 @@ sub cj_query
 	my $err = $session->{stderr};
 	$session->{stderr} = '';
 	return wantarray ? ($out, $err) : $out;
+}
+
+=pod
+
+=head1 cj_session($node, $db)
+
+A background psql session (PostgreSQL::Test::BackgroundPsql) on $db
+(default "postgres") that does not stop at an error.  Its timeout,
+$PostgreSQL::Test::Utils::timeout_default, applies to each query rather
+than to the session's whole life, so that a session kept through a long
+test on a slow machine does not run out of time between events.
+
+=cut
+
+sub cj_session
+{
+	my ($node, $db) = @_;
+	my $session = $node->background_psql($db // 'postgres', on_error_stop => 0);
+	$session->set_query_timer_restart;
+	return $session;
+}
+
+=pod
+
+=head1 cj_lock_tables($node, @tables)
+
+A session on $node, database "postgres", inside a transaction that holds
+ACCESS EXCLUSIVE locks on @tables: a query of another session that needs one
+of them waits for it (wait_event_type 'Lock' in pg_stat_activity) until the
+session commits ($locker->query_safe('COMMIT')) or goes.  Tests use it to
+hold a query at a known point, instead of hoping to catch it there in time.
+
+=cut
+
+sub cj_lock_tables
+{
+	my ($node, @tables) = @_;
+	my $locker = cj_session($node);
+	$locker->query_safe('BEGIN; LOCK TABLE '
+		  . join(', ', @tables)
+		  . ' IN ACCESS EXCLUSIVE MODE');
+	return $locker;
 }
 
 1;

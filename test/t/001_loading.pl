@@ -169,6 +169,10 @@ check_extension('ext_load', 'LOAD');
 
 $node->append_conf('postgresql.conf', "session_preload_libraries = 'colojoin'");
 $node->reload;
+# A reload only signals the postmaster: wait until a new session gets the
+# setting, as every session below does then.
+ok($node->poll_query_until('postgres', 'SHOW session_preload_libraries', 'colojoin'),
+	'session_preload_libraries: the reload took effect');
 is($node->safe_psql('postgres', 'SHOW colojoin.enable'),
 	'on', 'session_preload_libraries: colojoin.enable is defined');
 same_as_baseline($baseline,

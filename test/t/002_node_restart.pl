@@ -18,7 +18,7 @@ my ($node1, $node2) = @{ $c->{nodes} };
 my $port1 = $node1->port;
 
 # One long-lived coordinator session, as an application would hold it.
-my $session = $coord->background_psql('postgres', on_error_stop => 0);
+my $session = cj_session($coord);
 
 # The result of a query in the long-lived session; errors go to stderr,
 # which is returned too so a test can look at it.

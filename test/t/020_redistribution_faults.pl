@@ -8,8 +8,14 @@
 # The moved table, big, is range partitioned on k (half its rows on each
 # node) and joined on big.ref to dim's hash partition key, so its rows are
 # repartitioned by dim's hash function: every row crosses the coordinator
-# on its way to the node of its class, which takes long enough to stop a
-# node, cancel or time out in the middle of it.
+# on its way to the node of its class.
+#
+# Nothing here hopes to catch a move in time: a lock on node2's partition
+# (big_p2) holds every move at a known point, after the move into node1 has
+# copied node1's own rows and while it waits for node2's, for as long as
+# the test needs.  A node is stopped, a statement cancelled or terminated,
+# and two sessions checked side by side only once pg_stat_activity shows the
+# moves waiting there.
 
 use strict;
 use warnings;
@@ -17,7 +23,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use ColojoinTest;
 
 my $c = cj_new_cluster(name => 'redist', nodes => 2);
@@ -104,21 +109,25 @@ SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE 'colojoin\_move%') || '
 }
 my $clean = '0 move tables, 0 sessions in a transaction, 0 copies running';
 
-# Wait until $node runs at least $n COPY statements of a move whose text
-# matches $like (a COPY into a move table, or one reading a shard).
-sub wait_for_copies
+# The COPY statements of moves reading big_p2 on node2 that wait for a lock
+# (the one cj_lock_tables holds).
+my $moves_waiting_on_node2 =
+    "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+  . "AND wait_event_type = 'Lock' AND query LIKE 'COPY (SELECT %big\\_p2%) TO STDOUT'";
+
+# Wait, as long as it takes, until $n moves wait for node2's rows.
+sub wait_moves_held
 {
-	my ($node, $n, $like) = @_;
-	for (my $i = 0; $i < 2000; $i++)
-	{
-		return 1
-		  if $node->safe_psql(
-			'postgres',
-			"SELECT count(*) >= $n FROM pg_stat_activity "
-			  . "WHERE state = 'active' AND query LIKE '$like'") eq 't';
-		usleep(5_000);
-	}
-	return 0;
+	my ($n) = @_;
+	return $node2->poll_query_until('postgres',
+		"SELECT ($moves_waiting_on_node2) >= $n");
+}
+
+# Hold the moves: a session on node2 locking big_p2, and its backend pid.
+sub hold_moves
+{
+	my $locker = cj_lock_tables($node2, 'big_p2');
+	return ($locker, $locker->query_safe('SELECT pg_backend_pid()'));
 }
 
 # Start $sql in a background session without waiting for it to end.
@@ -139,19 +148,17 @@ sub finish_query
 	return ($out, $err);
 }
 
-my $session = $coord->background_psql('postgres', on_error_stop => 0);
+my $session = cj_session($coord);
 my $pid = $session->query_safe('SELECT pg_backend_pid()');
-my ($out, $err);
+my ($out, $err, $locker, $locker_pid);
 
 # --- a node dies while rows move ------------------------------------------------
 
-# A lock on node2's partition holds its COPY there, so that the node surely
+# The lock on node2's partition holds its COPY there, so that the node surely
 # dies during the move and not after it.
-my $locker = $node2->background_psql('postgres', on_error_stop => 0);
-$locker->query_safe('BEGIN; LOCK TABLE big_p2 IN ACCESS EXCLUSIVE MODE');
+($locker) = hold_moves();
 start_query($session, $join);
-ok(wait_for_copies($node2, 1, 'COPY (SELECT %) TO STDOUT'),
-	'rows of node2 are moving');
+ok(wait_moves_held(1), 'rows of node2 are moving: the move waits for them');
 $node2->stop('immediate');
 eval { $locker->quit; };    # its session died with node2
 ($out, $err) = finish_query($session);
@@ -169,45 +176,77 @@ is(node_state($_), $clean, 'and leaves nothing behind on ' . $_->name)
 
 # --- cancel during a move -------------------------------------------------------
 
+# Held by the lock, the move cannot end before the cancel arrives.
+($locker) = hold_moves();
 start_query($session, $join);
-ok(wait_for_copies($node1, 1, 'COPY pg_temp.%colojoin_move%FROM STDIN'),
-	'rows are moving again');
+ok(wait_moves_held(1), 'rows are moving again: the move waits for node2');
 is($coord->safe_psql('postgres', "SELECT pg_cancel_backend($pid)"),
 	't', 'pg_cancel_backend');
 ($out, $err) = finish_query($session);
 is($out, '', 'cancelled: no result');
 like($err, qr/canceling statement due to user request/, 'cancelled') or diag($err);
+is($node2->safe_psql('postgres', $moves_waiting_on_node2),
+	'0', 'the move\'s COPY on node2 was cancelled with the statement');
+$locker->query_safe('COMMIT');
+$locker->quit;
 is(node_state($_), $clean, 'nothing left on ' . $_->name . ' after the cancel')
   for ($node1, $node2);
 
 # --- statement_timeout during a move -------------------------------------------
 
-# A timeout of a third of the time the moves take falls in their middle.
-my ($move_ms) =
-  $session->query_safe("EXPLAIN (ANALYZE, COSTS OFF) $join") =~ /Move Time: ([0-9.]+) ms/;
-ok(defined $move_ms && $move_ms > 150, 'the moves take a while')
-  or diag('move time: ' . ($move_ms // 'not shown'));
-note("the moves took $move_ms ms") if defined $move_ms;
-my $timeout_ms = int(($move_ms // 300) / 3);
-$session->query_safe("SET statement_timeout = '${timeout_ms}ms'");
-my $t0 = Time::HiRes::time();
-($out, $err) = cj_query($session, $join);
-my $took = Time::HiRes::time() - $t0;
+like($session->query_safe("EXPLAIN (ANALYZE, COSTS OFF) $join"),
+	qr/Move Time: [0-9.]+ ms/, 'EXPLAIN ANALYZE shows the time of the moves');
+
+# While the lock holds node2's rows the moves cannot end, so a statement that
+# ends was interrupted.  That the timeout fell inside the move, not before
+# it, node2's log tells: the COPY reading big_p2 was cancelled there (abort
+# processing waits for the node's answer, so the line is written by then).
+# A timeout that fired before the move reached node2 (a slow machine) says
+# nothing: try again with twice the time, until one falls inside the move.
+my ($in_move, $timeout_ms) = (0, 500);
+($locker) = hold_moves();
+while (!$in_move && $timeout_ms <= 1000 * $PostgreSQL::Test::Utils::timeout_default)
+{
+	my $logstart = -s $node2->logfile;
+	$session->query_safe("SET statement_timeout = '${timeout_ms}ms'");
+	($out, $err) = cj_query($session, $join);
+	$session->query_safe('RESET statement_timeout');
+	last if $out ne '' || $err !~ /canceling statement due to statement timeout/;
+	$in_move = slurp_file($node2->logfile, $logstart) =~
+	  /ERROR:  canceling statement due to user request\n.*STATEMENT:  COPY \(SELECT [^\n]*big_p2[^\n]*\) TO STDOUT\n/;
+	note("statement_timeout = ${timeout_ms}ms: "
+		  . ($in_move ? 'fell inside the move' : 'fired before the move reached node2'));
+	$timeout_ms *= 2;
+}
 is($out, '', 'statement_timeout: no result');
 like($err, qr/canceling statement due to statement timeout/, 'timed out') or diag($err);
-cmp_ok($took * 1000, '<', $move_ms, 'before the moves could have ended');
+ok($in_move, 'inside the move, before the moves could have ended: '
+	  . 'node2\'s COPY, held by the lock, was cancelled');
+is($node2->safe_psql('postgres', $moves_waiting_on_node2),
+	'0', 'no COPY of the move is left waiting on node2');
+$locker->query_safe('COMMIT');
+$locker->quit;
 is(node_state($_), $clean, 'nothing left on ' . $_->name . ' after the timeout')
   for ($node1, $node2);
-$session->query_safe('RESET statement_timeout');
 is($session->query_safe($join), $expected, 'the session goes on');
 
 # --- two sessions redistribute the same tables at once ------------------------
 
-my $other = $coord->background_psql('postgres', on_error_stop => 0);
+# The lock holds both sessions inside their moves at the same time: each has
+# filled its move table on node1 with node1's rows and waits for node2's.
+my $other = cj_session($coord);
+($locker) = hold_moves();
 start_query($session, $join);
 start_query($other, $join);
-ok(wait_for_copies($node1, 2, 'COPY pg_temp.%colojoin_move%FROM STDIN'),
-	'both sessions move rows into node1 at once');
+ok(wait_moves_held(2), 'both sessions\' moves wait for node2\'s rows at once');
+is( $node1->safe_psql(
+		'postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin' "
+		  . "AND xact_start IS NOT NULL AND query LIKE '%pg\\_temp.\"colojoin\\_move%'"),
+	'2',
+	'both sessions move rows into node1 at once: two move tables open there');
+$locker->query_safe('COMMIT');
+$locker->quit;
 my ($out1, $err1) = finish_query($session);
 my ($out2, $err2) = finish_query($other);
 is($out1, $expected, 'first session: right') or diag($err1);
@@ -218,10 +257,12 @@ is(node_state($_), $clean, 'nothing left on ' . $_->name . ' after both')
 
 # --- the coordinator's session dies during a move --------------------------
 
-# The nodes' sessions end with it, and their temporary tables go too.
+# The nodes' sessions end with it, and their temporary tables go too: on
+# node1 by the closed connection, on node2, where the lock holds the COPY,
+# by the cancel the dying backend sends.
+($locker, $locker_pid) = hold_moves();
 start_query($other, $join);
-ok(wait_for_copies($node1, 1, 'COPY pg_temp.%colojoin_move%FROM STDIN'),
-	'a third time, rows are moving');
+ok(wait_moves_held(1), 'a third time, rows are moving: the move waits for node2');
 my $other_pid = $coord->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
 	  . "AND query LIKE '%Redistribute(big)%' AND state = 'active'");
@@ -231,13 +272,16 @@ is($coord->safe_psql('postgres', "SELECT pg_terminate_backend($other_pid)"),
 for my $node ($node1, $node2)
 {
 	ok( $node->poll_query_until(
-			'postgres', q{
+			'postgres', qq{
 SELECT count(*) = 0 FROM pg_stat_activity
 WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()
+  AND pid <> $locker_pid
   AND (xact_start IS NOT NULL OR query ILIKE 'COPY%')}),
 		'the sessions of the terminated backend on ' . $node->name . ' end');
-	is(node_state($node), $clean, 'nothing left on ' . $node->name);
 }
+$locker->query_safe('COMMIT');
+$locker->quit;
+is(node_state($_), $clean, 'nothing left on ' . $_->name) for ($node1, $node2);
 is($session->query_safe($join), $expected, 'the other session goes on');
 
 eval { $other->quit; };    # its psql lost its connection already
