@@ -16,12 +16,14 @@ OBJS = \
 	src/shard_drop.o \
 	src/replicas.o \
 	src/connection.o \
+	src/conn_budget.o \
 	src/node_identity.o \
 	src/node_health.o \
 	src/deparse.o \
 	src/planner.o \
 	src/remote_sql.o \
 	src/executor.o \
+	src/local_source.o \
 	src/row_decode.o \
 	src/explain.o \
 	src/hints.o \

@@ -818,10 +818,11 @@ SELECT c.* FROM (VALUES
 	('volatile argument of min, distinct', $q$
 		SELECT g, min(i4 + (random() * 0)::int) AS mn, count(DISTINCT i2) AS c FROM vals GROUP BY g$q$,
 		'not pushed'),
+	-- the small local table is broadcast into the join, which then aggregates
 	('a local table in the join', $q$
 		SELECT sn.name, count(*) AS n, sum(l_qty) AS s
 		FROM orders JOIN lineitem ON o_key = l_key JOIN cj_agg.status_names sn ON sn.code = o_status
-		GROUP BY sn.name$q$, 'not pushed')
+		GROUP BY sn.name$q$, 'partial aggregation on the nodes')
 ) v(label, q, e), LATERAL cj_agg.check(v.label, v.q, v.e) c;
 
 --

@@ -171,7 +171,9 @@ SELECT name, (check_query(q)).* FROM (VALUES
 	('correlated in WHERE', 'SELECT loc.k FROM loc WHERE 1 < (SELECT count(*) FROM t1 JOIN t2 ON t1.k = t2.k WHERE t2.k = loc.k)'),
 	('correlated EXISTS', 'SELECT loc.k FROM loc WHERE EXISTS (SELECT FROM t1 JOIN t2 ON t1.k = t2.k WHERE t1.k = loc.k AND t2.w > 20)')
 ) v(name, q);
--- the inner side of a nested loop, rescanned without parameters
+-- the inner side of a nested loop, rescanned without parameters (loc
+-- is not broadcast into the join, so that the join is what is rescanned)
+SET colojoin.enable_broadcast = off;
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
 SET enable_material = off;
@@ -181,6 +183,7 @@ SELECT name, (check_query(q)).* FROM (VALUES
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 RESET enable_material;
+RESET colojoin.enable_broadcast;
 -- EXPLAIN ANALYZE of a rescanned scan counts the work of every loop:
 -- key 3 runs on cj_edge_n2, key 4 on cj_edge_n1
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)

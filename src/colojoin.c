@@ -22,6 +22,7 @@
 #include "utils/syscache.h"
 
 #include "colojoin.h"
+#include "conn_budget.h"
 #include "node_health.h"
 
 PG_MODULE_MAGIC;
@@ -159,6 +160,27 @@ define_settings(void)
 							30000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("colojoin.node_connection_budget",
+							"Maximum number of connections all sessions of this coordinator hold to one node.",
+							"Counted per database server in shared memory (colojoin must be in shared_preload_libraries); a session's first connection to a node waits for room, a query's further ones are skipped.  0 sets no limit.",
+							&colojoin_node_connection_budget,
+							80, 0, 10000,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("colojoin.connection_wait_timeout",
+							"How long a session waits for room in a node's connection budget.",
+							"Then the statement fails; 0 waits without limit.",
+							&colojoin_connection_wait_timeout,
+							30000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("colojoin.idle_connection_timeout",
+							"How long a session keeps an idle connection to a node beyond its first.",
+							"Checked at transaction end; 0 keeps them for the life of the session.  Idle connections to a node other sessions wait for close at once.",
+							&colojoin_idle_connection_timeout,
+							60000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("colojoin");
 }
 
@@ -166,6 +188,7 @@ void
 _PG_init(void)
 {
 	define_settings();
+	cj_budget_init();
 	CacheRegisterSyscacheCallback(NAMESPACEOID, reset_active_state, (Datum) 0);
 	cj_metadata_init();
 	cj_connection_init();

@@ -44,6 +44,7 @@
 #include "utils/wait_event.h"
 
 #include "colojoin.h"
+#include "conn_budget.h"
 #include "node_identity.h"
 #include "options.h"
 #include "connection.h"
@@ -110,6 +111,10 @@ struct CjConnection
 
 	/* COMMIT of a read-only transaction sent, its answer not read yet */
 	bool		commit_pending;
+
+	/* its share of the node's connection budget (conn_budget.c), 0: none */
+	int			budget_token;
+	TimestampTz last_used;		/* when get_connection last handed it out */
 };
 
 static HTAB *cj_connections = NULL;
@@ -129,7 +134,7 @@ static void quiet_cancel(CjConnection *c);
 static bool quiet_drain(PGconn *conn, TimestampTz deadline, char **errmsg_out);
 static void finish_pending_commit(CjConnection *c);
 static CjConnection *get_connection(Oid serverid, Oid userid, int slot,
-									 char **begin_sql);
+									 char **begin_sql, bool optional);
 static void cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								SubTransactionId parentSubid, void *arg);
 static void cj_inval_server(Datum arg, int cacheid, uint32 hashvalue);
@@ -178,6 +183,7 @@ close_connection(CjConnection *c)
 		PQfinish(c->conn);
 		c->conn = NULL;
 	}
+	cj_budget_release(&c->budget_token);
 	c->in_flight = false;
 	c->commit_pending = false;
 	c->snapshot[0] = '\0';
@@ -1033,14 +1039,14 @@ notice_receiver(void *arg, const PGresult *res)
 }
 
 /*
- * connect_node
+ * connect_node_raw
  *		Open a libpq connection for userid to the server, from the server's
  *		and user mapping's libpq options only, polling so that cancel and
  *		statement_timeout interrupt a slow connect.  Enforces the password
  *		rule for non-superusers and applies the session settings.
  */
 static PGconn *
-connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
+connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um)
 {
 	Oid			userid = c->key.userid;
 	bool		check_password;
@@ -1181,6 +1187,37 @@ connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
 
 	pfree(keywords);
 	pfree(values);
+	return conn;
+}
+
+/*
+ * connect_node
+ *		connect_node_raw within the node's connection budget (conn_budget.c):
+ *		the connection counts from before it is opened until
+ *		close_connection, or until the attempt fails.  A caller that already
+ *		took the share (an optional connection, get_connection) leaves it in
+ *		budget_token.  May wait for the budget; its timeout is an ERROR
+ *		other than ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION.
+ */
+static PGconn *
+connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
+{
+	PGconn	   *conn;
+
+	if (c->budget_token == CJ_BUDGET_NONE)
+		c->budget_token = cj_budget_acquire(server->serverid,
+											server->servername, false);
+	PG_TRY();
+	{
+		conn = connect_node_raw(c, server, um);
+	}
+	PG_CATCH();
+	{
+		cj_budget_release(&c->budget_token);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	cj_budget_rekey(&c->budget_token, c->key.serverid);
 	return conn;
 }
 
@@ -1503,7 +1540,18 @@ finish_pending_commit(CjConnection *c)
 CjConnection *
 cj_get_connection(Oid serverid, Oid userid, int slot)
 {
-	return get_connection(serverid, userid, slot, NULL);
+	return get_connection(serverid, userid, slot, NULL, false);
+}
+
+/*
+ * cj_get_connection_optional
+ *		See connection.h: NULL instead of opening a connection the node's
+ *		connection budget has no room for now.
+ */
+CjConnection *
+cj_get_connection_optional(Oid serverid, Oid userid, int slot)
+{
+	return get_connection(serverid, userid, slot, NULL, true);
 }
 
 /*
@@ -1517,11 +1565,12 @@ cj_get_connection_deferred(Oid serverid, Oid userid, int slot,
 						   char **begin_sql)
 {
 	*begin_sql = NULL;
-	return get_connection(serverid, userid, slot, begin_sql);
+	return get_connection(serverid, userid, slot, begin_sql, false);
 }
 
 static CjConnection *
-get_connection(Oid serverid, Oid userid, int slot, char **begin_sql)
+get_connection(Oid serverid, Oid userid, int slot, char **begin_sql,
+			   bool optional)
 {
 	CjConnection *c;
 	int			level;
@@ -1580,12 +1629,24 @@ get_connection(Oid serverid, Oid userid, int slot, char **begin_sql)
 													ObjectIdGetDatum(serverid));
 		c->invalidated = false;
 		reset_xact_state(c);
+		if (optional)
+		{
+			/* no room in the budget: the caller does without */
+			c->budget_token = cj_budget_acquire(serverid, server->servername,
+												true);
+			if (c->budget_token == CJ_BUDGET_REFUSED)
+			{
+				c->budget_token = CJ_BUDGET_NONE;
+				return NULL;
+			}
+		}
 		connect_node(c, server, um);
 	}
 	else if (PQstatus(c->conn) != CONNECTION_OK)
 		report_connection_lost(c, NULL);
 
 	cj_xact_touched = true;
+	c->last_used = GetCurrentTimestamp();
 	if (c->xact_open && c->needs_restart)
 	{
 		exec_sql(c, "ROLLBACK", "transaction restart", false);
@@ -2013,14 +2074,49 @@ abort_all(void)
 	pfree(failures.data);
 }
 
+/*
+ * cj_conn_close_idle
+ *		See connection.h: close the cached connections that no transaction
+ *		uses now and that the connection budget wants back
+ *		(cj_budget_should_close).  Never throws.
+ */
+void
+cj_conn_close_idle(void)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+	TimestampTz now;
+
+	if (cj_connections == NULL || !cj_budget_holds_any())
+		return;
+	now = GetCurrentTimestamp();
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (c->conn == NULL || c->xact_open || c->in_flight ||
+			c->owner != NULL)
+			continue;
+		if (cj_budget_should_close(c->budget_token, c->key.slot,
+								   c->last_used, now))
+			close_connection(c);
+	}
+}
+
 static void
 cj_xact_callback(XactEvent event, void *arg)
 {
 	HASH_SEQ_STATUS scan;
 	CjConnection *c;
 
-	if ((!cj_xact_touched && !cj_pending_close) || cj_connections == NULL)
+	if (cj_connections == NULL)
 		return;
+	if (!cj_xact_touched && !cj_pending_close)
+	{
+		/* idle connections of earlier transactions may be wanted elsewhere */
+		if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT)
+			cj_conn_close_idle();
+		return;
+	}
 
 	switch (event)
 	{
@@ -2061,12 +2157,14 @@ cj_xact_callback(XactEvent event, void *arg)
 			}
 			cj_xact_touched = false;
 			cj_pending_close = false;
+			cj_conn_close_idle();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			abort_all();
 			cj_xact_touched = false;
 			cj_pending_close = false;
+			cj_conn_close_idle();
 			break;
 	}
 }
@@ -2698,4 +2796,90 @@ cj_conn_abandon(CjConnection *conn)
 	conn->in_flight = false;
 	conn->owner = NULL;
 	conn->cursor_open = false;
+}
+
+/* ----------------------------------------------------------------
+ *		COPY into a node from the coordinator's own rows
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * cj_copy_in_start
+ *		See connection.h: dst runs copy_in_sql and waits for data.
+ */
+void
+cj_copy_in_start(CjConnection *dst, const char *copy_in_sql, const char *context)
+{
+	if (conn_is_bad(dst))
+		report_connection_lost(dst, context);
+	if (!PQsendQuery(dst->conn, copy_in_sql))
+		report_error(ERROR, dst, NULL, false, context, copy_in_sql);
+	begin_flight(dst);
+	expect_copy_start(dst, PGRES_COPY_IN, copy_in_sql, context);
+	if (PQsetnonblocking(dst->conn, 1) != 0)
+		report_connection_lost(dst, context);
+}
+
+/* push what libpq holds for dst to the node, waiting interruptibly */
+static void
+copy_in_flush(CjConnection *dst, const char *context)
+{
+	int			r;
+
+	while ((r = PQflush(dst->conn)) == 1)
+	{
+		int			rc = wait_for_socket(dst, WL_SOCKET_WRITEABLE |
+										 WL_SOCKET_READABLE, context);
+
+		if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(dst->conn))
+			report_connection_lost(dst, context);
+	}
+	if (r < 0)
+		report_connection_lost(dst, context);
+}
+
+/*
+ * cj_copy_in_put
+ *		See connection.h: len bytes of COPY data for dst; flushed to the
+ *		node once enough has gathered, so memory stays bounded.
+ */
+void
+cj_copy_in_put(CjConnection *dst, const char *data, int len, const char *context)
+{
+	int			r;
+
+	while ((r = PQputCopyData(dst->conn, data, len)) == 0)
+		wait_for_socket(dst, WL_SOCKET_WRITEABLE, context);
+	if (r < 0)
+	{
+		PGresult   *res;
+
+		PQsetnonblocking(dst->conn, 0);
+		res = PQgetResult(dst->conn);
+		if (res != NULL && PQresultStatus(res) == PGRES_FATAL_ERROR)
+			report_error(ERROR, dst, res, true, context, NULL);
+		PQclear(res);
+		report_connection_lost(dst, context);
+	}
+	if (PQflush(dst->conn) == 1)
+		copy_in_flush(dst, context);
+}
+
+/*
+ * cj_copy_in_finish
+ *		See connection.h: end dst's COPY and wait for its result.
+ */
+void
+cj_copy_in_finish(CjConnection *dst, const char *copy_in_sql, const char *context)
+{
+	int			r;
+
+	while ((r = PQputCopyEnd(dst->conn, NULL)) == 0)
+		wait_for_socket(dst, WL_SOCKET_WRITEABLE, context);
+	if (r < 0)
+		report_connection_lost(dst, context);
+	copy_in_flush(dst, context);
+	if (PQsetnonblocking(dst->conn, 0) != 0)
+		report_connection_lost(dst, context);
+	finish_copy(dst, copy_in_sql, context);
 }

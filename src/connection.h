@@ -39,6 +39,24 @@ extern CjConnection *cj_get_connection(Oid serverid, Oid userid, int slot);
 extern CjConnection *cj_get_connection_deferred(Oid serverid, Oid userid,
 												int slot, char **begin_sql);
 
+/*
+ * cj_get_connection_optional: the same as cj_get_connection, except that it
+ * returns NULL where a connection would have to be opened and the node's
+ * connection budget (conn_budget.h) has no room for it now: for a scan's
+ * extra connections, which it can do without.
+ */
+extern CjConnection *cj_get_connection_optional(Oid serverid, Oid userid,
+												int slot);
+
+/*
+ * cj_conn_close_idle: close the cached connections no transaction uses
+ * that the connection budget wants back: those of nodes other sessions
+ * wait for, and those beyond a server's first idle for longer than
+ * colojoin.idle_connection_timeout.  Runs at every transaction end and
+ * before a session waits for the budget.  Never throws.
+ */
+extern void cj_conn_close_idle(void);
+
 extern PGconn *cj_conn_pgconn(CjConnection *conn);
 
 /*
@@ -119,6 +137,19 @@ extern uint64 cj_conn_xact_id(Oid serverid, Oid userid, int slot);
  * connection whose node went away; cj_conn_abandon lets a scan walk away
  * from one whose remote transaction only read.
  */
+/*
+ * COPY into a node of rows the coordinator produces itself (a local table
+ * broadcast to the nodes): start dst's COPY ... FROM STDIN, put COPY data
+ * (text format, whole lines), finish it.  Errors name the node; an error
+ * between start and finish leaves the COPY to the abort's cleanup.
+ */
+extern void cj_copy_in_start(CjConnection *dst, const char *copy_in_sql,
+							 const char *context);
+extern void cj_copy_in_put(CjConnection *dst, const char *data, int len,
+						   const char *context);
+extern void cj_copy_in_finish(CjConnection *dst, const char *copy_in_sql,
+							  const char *context);
+
 extern bool cj_conn_try_connect(Oid serverid, Oid userid, int slot, char **reason);
 extern bool cj_conn_is_lost(CjConnection *conn);
 extern void cj_conn_abandon(CjConnection *conn);

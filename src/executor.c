@@ -37,6 +37,7 @@
 #include "connection.h"
 #include "deparse.h"
 #include "executor.h"
+#include "local_source.h"
 #include "node_health.h"
 #include "planner.h"
 
@@ -543,9 +544,19 @@ run_moves(CjScanState *st, Oid userid)
 		{
 			List	   *source = (List *) lfirst(lc);
 			Oid			srcid = (Oid) intVal(linitial(source));
+			CjConnection *src;
+
+			/* rows the coordinator holds itself (a table not sharded) */
+			if (!OidIsValid(srcid))
+			{
+				move->bytes += cj_copy_local_rows(strVal(lsecond(source)), dst,
+												  execution_names(st, move->copy_in_sql),
+												  context);
+				continue;
+			}
 
 			/* a node reading its own rows does so on a second connection */
-			CjConnection *src = cj_get_connection(srcid, userid,
+			src = cj_get_connection(srcid, userid,
 												  srcid == move->dest ?
 												  free_slot(srcid, userid, move->dest_slot + 1) :
 												  free_slot(srcid, userid, 0));
@@ -816,11 +827,20 @@ start_scan(CjScanState *st)
 			 * several, the others import the first one's snapshot at once:
 			 * they start it first.
 			 */
-			if (n == 1)
+			if (k > 0)
+				w->conn = cj_get_connection_optional(w->serverid, userid, slot);
+			else if (n == 1)
 				w->conn = cj_get_connection_deferred(w->serverid, userid, slot,
 													 &w->begin_sql);
 			else
 				w->conn = cj_get_connection(w->serverid, userid, slot);
+			if (w->conn == NULL)
+			{
+				/* the node's connection budget is spent: do with these */
+				st->nworkers--;
+				nconn = k;
+				break;
+			}
 			cj_conn_set_owner(w->conn, st);
 		}
 

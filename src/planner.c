@@ -68,6 +68,7 @@ typedef struct CjJoinAttempt
 static List *cj_attempts = NIL;
 
 static char *joinrel_names(PlannerInfo *root, RelOptInfo *rel);
+static bool is_dimension_rel(PlannerInfo *root, RelOptInfo *rel);
 static double moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br);
 
 /* the hints of the statement being planned */
@@ -199,7 +200,13 @@ make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 	 * relation in every class (an outer join keeps the other side's rows).
 	 */
 	if (!is_sharded_baserel(root, rel))
+	{
+		if (is_dimension_rel(root, rel))
+			*reasons = lappend(*reasons,
+							   psprintf("relation %s is not a sharded table",
+										planner_rt_fetch(rel->relid, root)->eref->aliasname));
 		return NULL;
+	}
 	rte = planner_rt_fetch(rel->relid, root);
 	table = cj_get_table(rte->relid);
 	if (table == NULL || table->nclasses == 0)
@@ -230,6 +237,60 @@ make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 		}
 	}
 
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("table %s has a condition that does not depend on its rows", br->alias));
+			return NULL;
+		}
+		br->quals = lappend(br->quals, rinfo->clause);
+	}
+	return br;
+}
+
+/*
+ * is_dimension_rel
+ *		A table that is not sharded but whose rows colojoin can read on the
+ *		coordinator and broadcast to the nodes of a group (a small dimension
+ *		table joined to a sharded fact): a plain table, a materialized view
+ *		or a foreign table of its own, read as the query reads it.
+ */
+static bool
+is_dimension_rel(PlannerInfo *root, RelOptInfo *rel)
+{
+	RangeTblEntry *rte;
+
+	if (rel->reloptkind != RELOPT_BASEREL || rel->rtekind != RTE_RELATION)
+		return false;
+	rte = planner_rt_fetch(rel->relid, root);
+	if (rte->tablesample != NULL)
+		return false;
+	return rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_MATVIEW ||
+		(rte->relkind == RELKIND_FOREIGN_TABLE && !get_rel_relispartition(rte->relid));
+}
+
+/*
+ * make_dimension_rel
+ *		A dimension table as a member of a group: it has no partitions
+ *		(table NULL), is only ever broadcast, and is read on the coordinator.
+ */
+static CjBaseRel *
+make_dimension_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
+{
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	CjBaseRel  *br = palloc0(sizeof(CjBaseRel));
+	ListCell   *lc;
+
+	br->rtindex = rel->relid;
+	br->relid = rte->relid;
+	br->table = NULL;
+	br->local_inh = rte->inh;
+	br->alias = rte->eref->aliasname;
+	br->checkasuser = rte->checkAsUser;
 	foreach(lc, rel->baserestrictinfo)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
@@ -1286,7 +1347,8 @@ single_modulus(CjTable *table)
 {
 	int			c;
 
-	if (table->strategy != PARTITION_STRATEGY_HASH || table->nclasses == 0)
+	if (table == NULL || table->strategy != PARTITION_STRATEGY_HASH ||
+		table->nclasses == 0)
 		return -1;
 	for (c = 1; c < table->nclasses; c++)
 		if (table->classes[c].bound->modulus != table->classes[0].bound->modulus)
@@ -1354,6 +1416,21 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 		*reasons = lappend(*reasons,
 						   psprintf("table %s has a condition with a parameter, which a move cannot carry",
 									mb->alias));
+		return CJ_MOVE_NONE;
+	}
+
+	/* a table that is not sharded can only be broadcast, from here */
+	if (mb->table == NULL)
+	{
+		if (forced == CJ_MOVE_BROADCAST ||
+			(allow_broadcast && mrel->rows <= colojoin_broadcast_threshold))
+			return CJ_MOVE_BROADCAST;
+		*reasons = lappend(*reasons,
+						   psprintf("table %s is not sharded and %s", mb->alias,
+									forced == CJ_MOVE_REPARTITION ?
+									"can only be broadcast, not repartitioned" :
+									!allow_broadcast ? "broadcast is disabled" :
+									"is too large to broadcast"));
 		return CJ_MOVE_NONE;
 	}
 
@@ -1545,8 +1622,10 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (ag->rel->reloptkind == RELOPT_BASEREL &&
 			!finish_group(root, ag, reasons))
 			continue;
-		mb = make_base_rel(root, mrel, reasons);
-		if (mb == NULL || !live_leaves_foreign(mb, reasons))
+		mb = is_dimension_rel(root, mrel) ?
+			make_dimension_rel(root, mrel, reasons) :
+			make_base_rel(root, mrel, reasons);
+		if (mb == NULL || (mb->table != NULL && !live_leaves_foreign(mb, reasons)))
 			continue;
 		if (((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
 			continue;
@@ -1883,8 +1962,13 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		colocated_hint_over(root, joinrel->relids) == NULL)
 		return;
 
-	/* cheap tests first: both inputs must be sharded tables or groups */
-	if (!is_group_input(root, outerrel) || !is_group_input(root, innerrel))
+	/*
+	 * Cheap tests first: both inputs must be sharded tables or groups, or
+	 * one a group and the other a table to broadcast to it (a dimension).
+	 */
+	if (!(is_group_input(root, outerrel) && is_group_input(root, innerrel)) &&
+		!(is_group_input(root, outerrel) && is_dimension_rel(root, innerrel)) &&
+		!(is_dimension_rel(root, outerrel) && is_group_input(root, innerrel)))
 	{
 		if (force == NULL)
 			force = move_hint;
@@ -2367,7 +2451,7 @@ find_prune_keys(CjJoinGroup *g, int *prune_rel)
 		int			p;
 		int			c;
 
-		if (table->strategy != PARTITION_STRATEGY_HASH || br->move != CJ_MOVE_NONE)
+		if (br->move != CJ_MOVE_NONE || table->strategy != PARTITION_STRATEGY_HASH)
 			continue;
 		/* required: without its rows no class produces anything */
 		memset(present, true, sizeof(bool) * nt);

@@ -43,6 +43,13 @@ typedef struct CjBaseRel
 	int			move_modulus;	/* the anchor's modulus */
 	List	   *move_attnos;	/* columns the moved rows carry */
 	char	   *move_name;		/* base name of its temporary tables */
+
+	/*
+	 * A table that is not sharded (table NULL), broadcast from the
+	 * coordinator: read with or without its inheritance children, as the
+	 * query reads it.
+	 */
+	bool		local_inh;
 } CjBaseRel;
 
 #define CJ_MOVE_NONE		0

@@ -555,6 +555,29 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
  *		of leaves (a leaf already on dest is read there, through a second
  *		connection).
  */
+/*
+ * local_select_sql
+ *		The query the coordinator runs to read the rows of a table it
+ *		broadcasts (a table that is not sharded): the moved columns, its own
+ *		conditions, ONLY when the query reads it without its children.
+ */
+static char *
+local_select_sql(CjBaseRel *br, CjSqlContext *sc)
+{
+	StringInfoData buf;
+	char	   *cols = moved_columns(br, psprintf("r%u.", br->rtindex));
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "SELECT %s FROM %s%s r%u", cols,
+					 br->local_inh ? "" : "ONLY ",
+					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(br->relid)),
+												get_rel_name(br->relid)),
+					 br->rtindex);
+	if (br->remote_quals)
+		appendStringInfo(&buf, " WHERE %s", quals_text(br->remote_quals, sc));
+	return buf.data;
+}
+
 static List *
 make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 		  CjSqlContext *sc)
@@ -601,6 +624,11 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 	 * that failed inside a subtransaction, whose remote transaction goes on.
 	 */
 	appendStringInfoString(&create, ") ON COMMIT DROP");
+
+	/* a table that is not sharded: read here, by the coordinator */
+	if (br->table == NULL)
+		sources = list_make1(list_make2(makeInteger((int) InvalidOid),
+										makeString(local_select_sql(br, sc))));
 
 	/* read each leaf where it is: on dest when it is there, else its primary */
 	foreach(lc, leaves)
@@ -684,7 +712,7 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 		if (br->move == CJ_MOVE_NONE)
 			continue;
 		relrows = find_base_rel(root, br->rtindex)->rows;
-		for (k = 0; k < br->table->nclasses; k++)
+		for (k = 0; br->table != NULL && k < br->table->nclasses; k++)
 			for (l = 0; l < br->table->classes[k].nleaves; l++)
 				if (br->leaf_live[k][l])
 					all_leaves = lappend(all_leaves, &br->table->classes[k].leaves[l]);

@@ -55,7 +55,9 @@ sub cj_new_node
 A coordinator with colojoin preloaded and CREATE EXTENSION colojoin CASCADE
 done in database "postgres", plus nodes => N (default 2) servers; on the
 coordinator, foreign servers n1 .. nN point at them, with a user mapping for
-the current user.  Returns a hash reference:
+the current user.  conf => 'text' goes into the coordinator's
+postgresql.conf, node_conf => 'text' into every node's (max_connections =
+40, say).  Returns a hash reference:
 { coordinator => $node, nodes => [ $node1, ... ], servers => [ 'n1', ... ] }.
 
 =cut
@@ -72,7 +74,7 @@ sub cj_new_cluster
 	my $sql = "CREATE EXTENSION colojoin CASCADE;\n";
 	for my $i (1 .. $nnodes)
 	{
-		my $node = cj_new_node("${prefix}_node$i");
+		my $node = cj_new_node("${prefix}_node$i", conf => $opts{node_conf});
 		my ($host, $port) = ($node->host, $node->port);
 		$sql .=
 		    "CREATE SERVER n$i FOREIGN DATA WRAPPER postgres_fdw "

@@ -1,0 +1,309 @@
+# test/t/040_connection_budget.pl -- the connection budget (issue 12): all
+# sessions of a coordinator together hold at most
+# colojoin.node_connection_budget connections to a node.  48 pgbench
+# clients run fan-out joins and point lookups against nodes that allow only
+# 40 connections: no client fails, every answer equals the same query over
+# local tables, the budget is never exceeded, and the nodes' connections
+# go back to what they were.  Then, with a budget of 2: a scan runs on
+# fewer connections than it wants, a session waits for its first one and
+# gets it when an idle session ends a transaction, a wait ends in a clear
+# error after colojoin.connection_wait_timeout or with a cancel, a session
+# that dies gives its share back; and idle connections beyond a server's
+# first close after colojoin.idle_connection_timeout.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use Time::HiRes qw(usleep);
+use ColojoinTest;
+
+my $budget = 24;
+my $c = cj_new_cluster(
+	name => 'budget',
+	nodes => 2,
+	conf => "max_connections = 80\n"
+	  . "colojoin.node_connection_budget = $budget\n"
+	  . "colojoin.connection_wait_timeout = '120s'\n",
+	node_conf => "max_connections = 40\n");
+my $coord = $c->{coordinator};
+my @nodes = @{ $c->{nodes} };
+my ($node1, $node2) = @nodes;
+
+# a and b: 8 classes, 4 on each node; la and lb: the same rows, local
+$coord->safe_psql(
+	'postgres', q{
+CREATE TABLE a (k int, v int) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('a', ARRAY['n1', 'n2'], 8);
+CREATE TABLE b (k bigint, w int) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('b', ARRAY['n1', 'n2'], colocate_with => 'a');
+CREATE TABLE la (k int, v int);
+CREATE TABLE lb (k bigint, w int);
+INSERT INTO la SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 500 END, g FROM generate_series(1, 1500) g;
+INSERT INTO lb SELECT CASE WHEN g % 89 = 0 THEN NULL ELSE (g * 7) % 600 END, g FROM generate_series(1, 2000) g;
+INSERT INTO a SELECT * FROM la;
+INSERT INTO b SELECT * FROM lb;
+ANALYZE a, b, la, lb;
+});
+
+my $fanout = 'SELECT count(*), coalesce(sum(b.w), 0) FROM a LEFT JOIN b ON a.k = b.k AND b.w > 100';
+my $fanout_local = 'SELECT count(*), coalesce(sum(lb.w), 0) FROM la LEFT JOIN lb ON la.k = lb.k AND lb.w > 100';
+like($coord->safe_psql('postgres', "EXPLAIN (COSTS OFF) $fanout"),
+	qr/ColocatedJoin.*Tasks: n1 4, n2 4/s,
+	'the fan-out join is colocated, 4 tasks per node');
+
+# a key whose point lookup runs on n1 only
+my $k1;
+for my $k (1 .. 50)
+{
+	my $plan = $coord->safe_psql('postgres',
+		"EXPLAIN (COSTS OFF) SELECT count(*) FROM a JOIN b ON a.k = b.k WHERE a.k = $k");
+	if ($plan =~ /Tasks: n1 1\n/)
+	{
+		$k1 = $k;
+		last;
+	}
+}
+ok(defined $k1, 'a key whose lookup runs on n1 alone');
+my $point = "SELECT count(*), coalesce(sum(b.w), 0) FROM a JOIN b ON a.k = b.k WHERE a.k = $k1";
+my $point_local = "SELECT count(*), coalesce(sum(lb.w), 0) FROM la JOIN lb ON la.k = lb.k WHERE la.k = $k1";
+my $expected_fanout = $coord->safe_psql('postgres', $fanout_local);
+my $expected_point = $coord->safe_psql('postgres', $point_local);
+
+# colojoin's connections to a node, and all of its client connections
+# (colojoin's, and whatever else is connected) but the asking one
+sub colojoin_connections
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'");
+}
+my $all_clients =
+  "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
+  . "AND pid <> pg_backend_pid()";
+
+sub wait_colojoin_connections
+{
+	my ($node, $expected, $what) = @_;
+	ok( $node->poll_query_until(
+			'postgres',
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'",
+			$expected),
+		"$what: $expected colojoin connection(s) on " . $node->name)
+	  or diag('found ' . colojoin_connections($node));
+}
+
+my @baseline = map { $_->safe_psql('postgres', $all_clients) } @nodes;
+
+# --- 48 clients, nodes at max_connections = 40 -----------------------------
+
+# Each transaction runs a fan-out join and a point lookup and compares them
+# with their local twins; a difference divides by zero, failing the client.
+my $script = <<'SCRIPT';
+\set k random(0, 520)
+SELECT count(*) AS c1, coalesce(sum(b.w), 0) AS s1 FROM a LEFT JOIN b ON a.k = b.k AND b.w > :k \gset
+SELECT count(*) AS c2, coalesce(sum(lb.w), 0) AS s2 FROM la LEFT JOIN lb ON la.k = lb.k AND lb.w > :k \gset
+\if :c1 != :c2 or :s1 != :s2
+SELECT 1 / 0 AS fan_out_join_differs;
+\endif
+SELECT count(*) AS c3, coalesce(sum(b.w), 0) AS s3 FROM a JOIN b ON a.k = b.k WHERE a.k = :k \gset
+SELECT count(*) AS c4, coalesce(sum(lb.w), 0) AS s4 FROM la JOIN lb ON la.k = lb.k WHERE la.k = :k \gset
+\if :c3 != :c4 or :s3 != :s4
+SELECT 1 / 0 AS point_lookup_differs;
+\endif
+SCRIPT
+my $file = $coord->basedir . '/040_budget.sql';
+PostgreSQL::Test::Utils::append_to_file($file, $script);
+
+# A lock on n1's shard of class 0 holds every join that got a connection to
+# n1 inside its scan: the budget is then all taken, by sessions that
+# cannot give anything back, and the others wait in the coordinator.
+my $locker = cj_lock_tables($node1, 'a_p0');
+my ($out, $err) = ('', '');
+my $h = IPC::Run::start(
+	[
+		'pgbench', '-n', '-c', '48', '-j', '8', '-t', '10',
+		'-h', $coord->host, '-p', $coord->port, '-f', $file, 'postgres'
+	],
+	'>', \$out, '2>', \$err,
+	IPC::Run::timeout(4 * $PostgreSQL::Test::Utils::timeout_default));
+ok( $node1->poll_query_until(
+		'postgres',
+		"SELECT count(*) >= $budget FROM pg_stat_activity WHERE application_name = 'colojoin'"),
+	"the clients took n1's whole budget of $budget connections");
+ok( $node1->poll_query_until(
+		'postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'colojoin' "
+		  . "AND wait_event_type = 'Lock'"),
+	'joins wait for the lock on n1');
+my ($max1, $max2, $samples) = (0, 0, 0);
+sub sample
+{
+	my $n1 = colojoin_connections($node1);
+	my $n2 = colojoin_connections($node2);
+	$max1 = $n1 if $n1 > $max1;
+	$max2 = $n2 if $n2 > $max2;
+	$samples++;
+	return $n1;
+}
+for (1 .. 5)
+{
+	is(sample(), $budget, "n1 while the lock holds the joins: exactly the budget");
+}
+my $holders = $node1->safe_psql('postgres',
+	"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin' AND wait_event_type = 'Lock'");
+note("joins holding n1's budget: $holders");
+$locker->query_safe('COMMIT');
+$locker->quit;
+while ($h->pumpable)
+{
+	sample();
+	usleep(20_000);    # a sampling pace, not a wait for anything
+	$h->pump_nb;
+}
+$h->finish;
+note("most colojoin connections seen: n1 $max1, n2 $max2, in $samples samples");
+is($h->result(0), 0, 'pgbench of 48 clients succeeded') or diag($err);
+like($out, qr{processed: 480/480}, 'every transaction ran');
+like($out, qr{number of failed transactions: 0 }, 'no transaction failed');
+unlike($err, qr/too many clients|could not connect/, 'no connection was refused');
+cmp_ok($samples, '>', 5, 'connections were sampled while it ran');
+cmp_ok($max1, '<=', $budget, "n1: never more than the budget of $budget");
+cmp_ok($max2, '<=', $budget, "n2: never more than the budget of $budget");
+
+for my $i (0, 1)
+{
+	ok( $nodes[$i]->poll_query_until('postgres', $all_clients, $baseline[$i]),
+		$nodes[$i]->name . ": client connections back to $baseline[$i]")
+	  or diag('found ' . $nodes[$i]->safe_psql('postgres', $all_clients));
+}
+
+# --- a budget of 2 ---------------------------------------------------------
+
+$coord->safe_psql('postgres',
+	'ALTER SYSTEM SET colojoin.node_connection_budget = 2');
+$coord->reload;
+ok($coord->poll_query_until('postgres', 'SHOW colojoin.node_connection_budget', '2'),
+	'the budget is 2');
+
+# A scan that wants 4 connections per node runs on the 2 it may have.
+my $s1 = cj_session($coord);
+is($s1->query_safe($fanout), $expected_fanout,
+	'a budget of 2: the fan-out join is right on fewer connections');
+wait_colojoin_connections($node1, 2, 'one session, a budget of 2');
+wait_colojoin_connections($node2, 2, 'one session, a budget of 2');
+
+# s1 is idle and holds n1's whole budget: s2's first connection waits,
+# and gives up after colojoin.connection_wait_timeout with an error that
+# says who holds the budget.
+my $s2 = cj_session($coord);
+my $s1_pid = $s1->query_safe('SELECT pg_backend_pid()');
+my $s2_pid = $s2->query_safe('SELECT pg_backend_pid()');
+$s2->query_safe("SET colojoin.connection_wait_timeout = '500ms'");
+my ($res, $stderr) = cj_query($s2, $point);
+like($stderr, qr/ERROR:  timed out waiting for a connection to node "n1"/,
+	'a wait for the budget ends after colojoin.connection_wait_timeout');
+like($stderr,
+	qr/DETAIL:  .*may hold 2 connections.*2 are open: PID $s1_pid holds 2\..*Sessions waiting: 1/s,
+	'the error says what the budget is and who holds it');
+like($stderr, qr/HINT:  Raise colojoin.node_connection_budget/,
+	'the error hints at the settings');
+
+# With time to wait, s2 gets its connection when s1 ends a transaction:
+# its idle connections to a node others wait for close then.
+$s2->query_safe("SET colojoin.connection_wait_timeout = '120s'");
+$s2->{stderr} = '';
+$s2->query_until(qr/statement started\n/,
+	"\\echo statement started\n$point;\n\\echo statement finished\n");
+ok( $coord->poll_query_until(
+		'postgres',
+		"SELECT wait_event_type = 'Extension' AND state = 'active' FROM pg_stat_activity WHERE pid = $s2_pid"),
+	'the point lookup waits for the budget');
+$s1->query_safe('SELECT 1');
+ok( pump_until(
+		$s2->{run}, $s2->{timeout}, \$s2->{stdout}, qr/statement finished\n/),
+	'the point lookup finished once s1 ended a transaction');
+(my $got = $s2->{stdout}) =~ s/\n?statement finished\n//;
+$s2->{stdout} = '';
+is($got, $expected_point, 'the point lookup is right');
+is($s2->{stderr}, '', 'and it had no error');
+wait_colojoin_connections($node1, 1,
+	's1 gave back n1, s2 holds one connection there');
+
+# s1 runs the fan-out again: its first connection to n1 fits (s2 holds the
+# other), the others do not.  A third session waiting for n1 is cancelled.
+is($s1->query_safe($fanout), $expected_fanout,
+	'the fan-out join is right on one connection to n1');
+my $s3 = cj_session($coord);
+my $s3_pid = $s3->query_safe('SELECT pg_backend_pid()');
+$s3->{stderr} = '';
+$s3->query_until(qr/statement started\n/,
+	"\\echo statement started\n$point;\n\\echo statement finished\n");
+ok( $coord->poll_query_until(
+		'postgres',
+		"SELECT wait_event_type = 'Extension' AND state = 'active' FROM pg_stat_activity WHERE pid = $s3_pid"),
+	'a third session waits for n1');
+$coord->safe_psql('postgres', "SELECT pg_cancel_backend($s3_pid)");
+ok( pump_until(
+		$s3->{run}, $s3->{timeout}, \$s3->{stdout}, qr/statement finished\n/),
+	'the cancelled wait ended');
+like($s3->{stderr}, qr/canceling statement due to user request/,
+	'a wait for the budget can be cancelled');
+$s3->{stdout} = '';
+$s3->{stderr} = '';
+
+# s2 dies: its share comes back, and s3 gets it at once.
+$coord->safe_psql('postgres', "SELECT pg_terminate_backend($s2_pid)");
+ok($coord->poll_query_until('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE pid = $s2_pid", '0'),
+	's2 is gone');
+$s3->query_safe("SET colojoin.connection_wait_timeout = '5s'");
+is($s3->query_safe($point), $expected_point,
+	'the share of a session that died came back');
+$s1->quit;
+$s3->quit;
+eval { $s2->quit };
+for my $node (@nodes)
+{
+	wait_colojoin_connections($node, 0, 'the sessions are gone');
+}
+
+# --- idle connections beyond a server's first ------------------------------
+
+$coord->safe_psql('postgres', 'ALTER SYSTEM RESET colojoin.node_connection_budget');
+$coord->reload;
+ok($coord->poll_query_until('postgres', 'SHOW colojoin.node_connection_budget', '80'),
+	'the budget is back to its default');
+my $s4 = cj_session($coord);
+is($s4->query_safe($fanout), $expected_fanout, 'the fan-out join, 4 connections per node');
+wait_colojoin_connections($node1, 4, 'a session after a fan-out join');
+$s4->query_safe("SET colojoin.idle_connection_timeout = '200ms'");
+
+# Transactions of the session close what has been idle for long enough;
+# it keeps one connection per server.
+my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+my $left;
+while (time() < $deadline)
+{
+	$s4->query_safe('SELECT 1');
+	$left = colojoin_connections($node1) . ' ' . colojoin_connections($node2);
+	last if $left eq '1 1';
+	usleep(100_000);
+}
+is($left, '1 1', 'idle connections beyond the first closed after the timeout');
+is($s4->query_safe($point), $expected_point, 'the point lookup still works');
+$s4->quit;
+
+for my $i (0, 1)
+{
+	ok( $nodes[$i]->poll_query_until('postgres', $all_clients, $baseline[$i]),
+		$nodes[$i]->name . ": client connections back to $baseline[$i] at the end");
+}
+
+$coord->stop;
+$node1->stop;
+$node2->stop;
+done_testing();
