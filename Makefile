@@ -30,6 +30,7 @@ OBJS = \
 	src/aggregates.o \
 	src/combine.o \
 	src/ordering.o \
+	src/windows.o \
 	src/write_guard.o
 
 EXTENSION = colojoin

@@ -679,11 +679,17 @@ cj_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
 
 	if (stage != UPPERREL_GROUP_AGG && stage != UPPERREL_ORDERED &&
-		stage != UPPERREL_DISTINCT)
+		stage != UPPERREL_DISTINCT && stage != UPPERREL_WINDOW)
 		return;
 	if (!colojoin_enable || !colojoin_enable_colocated_join ||
 		!colojoin_enable_aggregate_pushdown)
 		return;
+	if (stage == UPPERREL_WINDOW)
+	{
+		if (colojoin_is_active())
+			cj_add_window_paths(root, input_rel, output_rel);
+		return;
+	}
 	if (stage == UPPERREL_ORDERED)
 	{
 		if (colojoin_is_active())

@@ -77,6 +77,11 @@ typedef struct ShipContext
 	 * everything we ship is immutable.
 	 */
 	List	   *case_args;
+
+	/* window functions allowed, with the query's windows and target list */
+	bool		allow_windows;
+	List	   *windows;
+	List	   *window_tlist;
 } ShipContext;
 
 /* State of one deparse */
@@ -89,7 +94,9 @@ typedef struct DeparseState
 } DeparseState;
 
 static bool ship_walk(Node *node, ShipContext *cxt, CjColl *out);
+static bool ship_window_func(WindowFunc *wf, ShipContext *cxt, CjColl *out);
 static void deparse_node(Node *node, DeparseState *st);
+static void deparse_list(List *list, const char *sep, DeparseState *st);
 
 /*
  * Built-in objects: created by initdb from the catalogs' .dat files, so
@@ -692,6 +699,9 @@ ship_walk(Node *node, ShipContext *cxt, CjColl *out)
 				return true;
 			}
 
+		case T_WindowFunc:
+			return ship_window_func((WindowFunc *) node, cxt, out);
+
 		default:
 
 			/*
@@ -701,6 +711,91 @@ ship_walk(Node *node, ShipContext *cxt, CjColl *out)
 			 */
 			return false;
 	}
+}
+
+/* the WINDOW clause a window function refers to, or NULL */
+static WindowClause *
+find_window(List *windows, Index winref)
+{
+	ListCell   *lc;
+
+	foreach(lc, windows)
+		if (lfirst_node(WindowClause, lc)->winref == winref)
+			return (WindowClause *) lfirst(lc);
+	return NULL;
+}
+
+/*
+ * ship_window_func
+ *		A window function runs on the node only in the select list of a
+ *		task that computes every row of each of its partitions (windows.c
+ *		checks that the PARTITION BY holds a partition key): a built-in
+ *		function over shippable arguments, whose window's PARTITION BY and
+ *		ORDER BY expressions ship, sorting by their types' default orders,
+ *		with frame offsets that are shippable constants.
+ */
+static bool
+ship_window_func(WindowFunc *wf, ShipContext *cxt, CjColl *out)
+{
+	WindowClause *wc;
+	CjColl		merged;
+	CjColl		c;
+	ListCell   *lc;
+
+	if (!cxt->allow_windows || !func_is_shippable(wf->winfnoid))
+		return false;
+	wc = find_window(cxt->windows, wf->winref);
+	if (wc == NULL)
+		return false;
+	merged.collation = InvalidOid;
+	merged.strength = CJ_COLL_NONE;
+	foreach(lc, wf->args)
+	{
+		if (!ship_walk(lfirst(lc), cxt, &c))
+			return false;
+		coll_merge(&merged, c);
+	}
+	if (wf->aggfilter != NULL && !ship_walk((Node *) wf->aggfilter, cxt, &c))
+		return false;
+	if (!input_collation_ok(wf->inputcollid, merged, InvalidOid))
+		return false;
+	foreach(lc, list_concat(list_copy(wc->partitionClause), wc->orderClause))
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		Node	   *e = get_sortgroupclause_expr(sgc, cxt->window_tlist);
+		TypeCacheEntry *tc;
+
+		if (!ship_walk(e, cxt, &c))
+			return false;
+		tc = lookup_type_cache(exprType(e), TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+		if (list_member_ptr(wc->orderClause, sgc) &&
+			sgc->sortop != tc->lt_opr && sgc->sortop != tc->gt_opr)
+			return false;
+	}
+	if ((wc->startOffset && !IsA(wc->startOffset, Const)) ||
+		(wc->endOffset && !IsA(wc->endOffset, Const)) ||
+		(wc->startOffset && !ship_walk(wc->startOffset, cxt, &c)) ||
+		(wc->endOffset && !ship_walk(wc->endOffset, cxt, &c)))
+		return false;
+	*out = coll_result(wf->wintype, merged);
+	return true;
+}
+
+/*
+ * cj_is_shippable_window
+ *		See deparse.h.
+ */
+bool
+cj_is_shippable_window(PlannerInfo *root, Expr *expr)
+{
+	ShipContext cxt;
+	CjColl		coll;
+
+	memset(&cxt, 0, sizeof(cxt));
+	cxt.allow_windows = true;
+	cxt.windows = root->parse->windowClause;
+	cxt.window_tlist = root->processed_tlist;
+	return ship_walk((Node *) expr, &cxt, &coll);
 }
 
 /*
@@ -723,6 +818,7 @@ cj_is_shippable(PlannerInfo *root, Expr *expr, Relids relids)
 	CjColl		coll;
 
 	(void) root;
+	memset(&cxt, 0, sizeof(cxt));
 	cxt.relids = relids;
 	cxt.case_args = NIL;
 
@@ -1130,14 +1226,121 @@ remote_collation(Node *node, DeparseState *st)
 	ShipContext cxt;
 	CjColl		c;
 
+	memset(&cxt, 0, sizeof(cxt));
 	cxt.relids = NULL;
 	cxt.case_args = st->case_args;
+	cxt.allow_windows = (st->ctx->windows != NIL);
+	cxt.windows = st->ctx->windows;
+	cxt.window_tlist = st->ctx->window_tlist;
 	if (!ship_walk(node, &cxt, &c))
 		elog(ERROR, "colojoin: expression cannot be deparsed for a node");
 	return c;
 }
 
 /* deparse_node: the SQL of one shippable node */
+/* one frame bound: UNBOUNDED PRECEDING, n FOLLOWING, CURRENT ROW, ... */
+static void
+deparse_frame_bound(int options, bool start, Node *offset, DeparseState *st)
+{
+	StringInfo	buf = st->buf;
+	int			unb_pre = start ? FRAMEOPTION_START_UNBOUNDED_PRECEDING : FRAMEOPTION_END_UNBOUNDED_PRECEDING;
+	int			unb_fol = start ? FRAMEOPTION_START_UNBOUNDED_FOLLOWING : FRAMEOPTION_END_UNBOUNDED_FOLLOWING;
+	int			cur = start ? FRAMEOPTION_START_CURRENT_ROW : FRAMEOPTION_END_CURRENT_ROW;
+	int			off_pre = start ? FRAMEOPTION_START_OFFSET_PRECEDING : FRAMEOPTION_END_OFFSET_PRECEDING;
+
+	if (options & unb_pre)
+		appendStringInfoString(buf, "UNBOUNDED PRECEDING");
+	else if (options & unb_fol)
+		appendStringInfoString(buf, "UNBOUNDED FOLLOWING");
+	else if (options & cur)
+		appendStringInfoString(buf, "CURRENT ROW");
+	else
+	{
+		deparse_node(offset, st);
+		appendStringInfoString(buf, (options & off_pre) ? " PRECEDING" : " FOLLOWING");
+	}
+}
+
+/*
+ * deparse_window_func: name(args) [FILTER (WHERE ...)] OVER (PARTITION BY
+ * ... ORDER BY ... frame), the window written out from its WINDOW clause
+ * (sorting by the types' default orders, which ship_window_func checked).
+ */
+static void
+deparse_window_func(WindowFunc *wf, DeparseState *st)
+{
+	StringInfo	buf = st->buf;
+	WindowClause *wc = find_window(st->ctx->windows, wf->winref);
+	ListCell   *lc;
+
+	if (wc == NULL)
+		elog(ERROR, "colojoin: window %u of a window function not found", wf->winref);
+	append_function_name(buf, wf->winfnoid);
+	appendStringInfoChar(buf, '(');
+	if (wf->winstar)
+		appendStringInfoChar(buf, '*');
+	else
+		deparse_list(wf->args, ", ", st);
+	appendStringInfoChar(buf, ')');
+	if (wf->aggfilter != NULL)
+	{
+		appendStringInfoString(buf, " FILTER (WHERE ");
+		deparse_node((Node *) wf->aggfilter, st);
+		appendStringInfoChar(buf, ')');
+	}
+	appendStringInfoString(buf, " OVER (");
+	if (wc->partitionClause != NIL)
+	{
+		appendStringInfoString(buf, "PARTITION BY ");
+		foreach(lc, wc->partitionClause)
+		{
+			if (lc != list_head(wc->partitionClause))
+				appendStringInfoString(buf, ", ");
+			deparse_node(get_sortgroupclause_expr(lfirst_node(SortGroupClause, lc),
+												  st->ctx->window_tlist), st);
+		}
+	}
+	if (wc->orderClause != NIL)
+	{
+		appendStringInfoString(buf, wc->partitionClause ? " ORDER BY " : "ORDER BY ");
+		foreach(lc, wc->orderClause)
+		{
+			SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+			Node	   *e = get_sortgroupclause_expr(sgc, st->ctx->window_tlist);
+			TypeCacheEntry *tc = lookup_type_cache(exprType(e), TYPECACHE_LT_OPR);
+
+			if (lc != list_head(wc->orderClause))
+				appendStringInfoString(buf, ", ");
+			deparse_node(e, st);
+			appendStringInfoString(buf, sgc->sortop == tc->lt_opr ? " ASC" : " DESC");
+			appendStringInfoString(buf, sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST");
+		}
+	}
+	if (wc->frameOptions & FRAMEOPTION_NONDEFAULT)
+	{
+		int			o = wc->frameOptions;
+
+		appendStringInfoString(buf, (o & FRAMEOPTION_ROWS) ? " ROWS " :
+							   (o & FRAMEOPTION_GROUPS) ? " GROUPS " : " RANGE ");
+		if (o & FRAMEOPTION_BETWEEN)
+		{
+			appendStringInfoString(buf, "BETWEEN ");
+			deparse_frame_bound(o, true, wc->startOffset, st);
+			appendStringInfoString(buf, " AND ");
+			deparse_frame_bound(o, false, wc->endOffset, st);
+		}
+		else
+			deparse_frame_bound(o, true, wc->startOffset, st);
+		if (o & FRAMEOPTION_EXCLUDE_CURRENT_ROW)
+			appendStringInfoString(buf, " EXCLUDE CURRENT ROW");
+		else if (o & FRAMEOPTION_EXCLUDE_GROUP)
+			appendStringInfoString(buf, " EXCLUDE GROUP");
+		else if (o & FRAMEOPTION_EXCLUDE_TIES)
+			appendStringInfoString(buf, " EXCLUDE TIES");
+	}
+	appendStringInfoChar(buf, ')');
+}
+
 /*
  * deparse_aggref: name([DISTINCT] args [ORDER BY ...]) [FILTER (WHERE ...)],
  * or name(*).  Sort clauses refer to the aggregate's own argument list.
@@ -1439,6 +1642,10 @@ deparse_node(Node *node, DeparseState *st)
 
 		case T_Aggref:
 			deparse_aggref((Aggref *) node, st);
+			break;
+
+		case T_WindowFunc:
+			deparse_window_func((WindowFunc *) node, st);
 			break;
 
 		case T_MinMaxExpr:

@@ -33,6 +33,13 @@ typedef struct CjDeparseContext
 	 * "$n::type".  The list is the caller's; start it as NIL.
 	 */
 	List	   *params;
+
+	/*
+	 * The query's WINDOW clauses and target list, for window functions
+	 * computed in the tasks (their OVER clauses); NIL elsewhere.
+	 */
+	List	   *windows;
+	List	   *window_tlist;
 } CjDeparseContext;
 
 /*
@@ -42,6 +49,14 @@ typedef struct CjDeparseContext
  * system columns; Vars only of the rels in relids (NULL: any level-0 Var).
  */
 extern bool cj_is_shippable(PlannerInfo *root, Expr *expr, Relids relids);
+
+/*
+ * cj_is_shippable_window: the same, and window functions of the query
+ * (root->parse->windowClause) are allowed too, whose PARTITION BY, ORDER BY
+ * and frame the node can compute alike.  Only for the select lists of tasks
+ * that compute windows whole (windows.c).
+ */
+extern bool cj_is_shippable_window(PlannerInfo *root, Expr *expr);
 
 /*
  * cj_deparse_expr: append the SQL of a shippable expr to buf, fully

@@ -69,6 +69,10 @@ extern void cj_remember_upper(RelOptInfo *rel, CjJoinGroup *g,
 							  CjUpperSpec *spec);
 extern CjUpperSpec *cj_recall_upper(RelOptInfo *rel, CjJoinGroup **g);
 
+/* window functions computed in the tasks, for the window relation (windows.c) */
+extern void cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,
+								RelOptInfo *window_rel);
+
 /* ORDER BY ... LIMIT paths for the ordered relation (ordering.c) */
 extern void cj_add_ordered_paths(PlannerInfo *root, RelOptInfo *input_rel,
 								 RelOptInfo *ordered_rel);

@@ -2610,6 +2610,9 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 
 	cj_sql_context_init(&sc, g);
+	/* window functions computed in the tasks name the query's windows */
+	sc.dctx.windows = root->parse->windowClause;
+	sc.dctx.window_tlist = root->processed_tlist;
 
 	prune_exprs = find_prune_keys(g, &prune_rel);
 	foreach(lc, g->tasks)
