@@ -21,6 +21,8 @@ OBJS = \
 	src/node_health.o \
 	src/deparse.o \
 	src/planner.o \
+	src/key_match.o \
+	src/plan_create.o \
 	src/remote_sql.o \
 	src/executor.o \
 	src/local_source.o \

@@ -77,9 +77,6 @@ static CjHintSet *cj_hints = NULL;
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
 
-static Plan *cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
-								 CustomPath *best_path, List *tlist,
-								 List *clauses, List *custom_plans);
 
 static CustomPathMethods cj_path_methods = {
 	.CustomName = COLOJOIN_CUSTOM_SCAN_NAME,
@@ -339,206 +336,9 @@ group_for_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 	}
 }
 
-/*
- * key_var: the key column p of br as a Var exactly like the planner's own;
- * only for keys that are columns (cj_key_vars covers expressions too)
- */
-static Var *
-key_var(CjBaseRel *br, int p)
-{
-	Assert(br->table->partattrs[p] != 0);
-	return (Var *) linitial(cj_key_vars(br->table, p, br->rtindex));
-}
-
-/* "o.o_orderkey" or "(o.k % 1000)" */
-static char *
-key_name(CjBaseRel *br, int p)
-{
-	return cj_key_text(br->table, p, br->alias);
-}
-
-static bool
-is_var_of(Node *node, Var *var)
-{
-	while (node && IsA(node, RelabelType))
-		node = (Node *) ((RelabelType *) node)->arg;
-	return node && IsA(node, Var) &&
-		((Var *) node)->varno == var->varno &&
-		((Var *) node)->varattno == var->varattno &&
-		((Var *) node)->varlevelsup == 0;
-}
-
-/* node is expr (a Var of this query level, or an expression), give or take relabelling */
-static bool
-is_expr_of(Node *node, Node *expr)
-{
-	if (IsA(expr, Var))
-		return is_var_of(node, (Var *) expr);
-	while (node && IsA(node, RelabelType))
-		node = (Node *) ((RelabelType *) node)->arg;
-	return node && equal(node, expr);
-}
-
-static Oid
-opfamily_method(Oid opfamily)
-{
-	HeapTuple	tup = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(opfamily));
-	Oid			method;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator family %u", opfamily);
-	method = ((Form_pg_opfamily) GETSTRUCT(tup))->opfmethod;
-	ReleaseSysCache(tup);
-	return method;
-}
-
-/*
- * clause_equates
- *		Whether one of clauses is "a = b" (either order) with an equality
- *		operator of the partition key's operator family, so that equal
- *		values partition alike.  With identity, the comparison must also
- *		not use a nondeterministic collation: equal then means the same
- *		value, which is what an expression of the columns needs.
- */
-static bool
-clause_equates(List *clauses, Node *a, Node *b, Oid opfamily, bool identity)
-{
-	ListCell   *lc;
-
-	foreach(lc, clauses)
-	{
-		Node	   *clause = (Node *) lfirst(lc);
-		OpExpr	   *op;
-		Node	   *l,
-				   *r;
-		int			strategy;
-
-		if (!IsA(clause, OpExpr))
-			continue;
-		op = (OpExpr *) clause;
-		if (list_length(op->args) != 2)
-			continue;
-		l = linitial(op->args);
-		r = lsecond(op->args);
-		if (!((is_expr_of(l, a) && is_expr_of(r, b)) ||
-			  (is_expr_of(l, b) && is_expr_of(r, a))))
-			continue;
-		if (identity && OidIsValid(op->inputcollid) &&
-			!get_collation_isdeterministic(op->inputcollid))
-			continue;
-		strategy = get_op_opfamily_strategy(op->opno, opfamily);
-		/* btree and hash both number equality 3 and 1 respectively */
-		if (strategy == 0)
-			continue;
-		if (opfamily_method(opfamily) == BTREE_AM_OID ?
-			strategy == BTEqualStrategyNumber :
-			strategy == HTEqualStrategyNumber)
-			return true;
-	}
-	return false;
-}
-
-/*
- * equality_is_identity
- *		Whether two values of the type that its default equality calls equal
- *		are the same value, so that any expression of them gives the same
- *		result.  Not so for numeric (1.0 = 1.00), floats (0 = -0), bpchar
- *		(trailing spaces) or text under a nondeterministic collation.
- */
-static bool
-equality_is_identity(Oid typid, Oid collid)
-{
-	switch (typid)
-	{
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case OIDOID:
-		case BOOLOID:
-		case CHAROID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case UUIDOID:
-			return true;
-		case TEXTOID:
-		case VARCHAROID:
-		case NAMEOID:
-			return !OidIsValid(collid) || get_collation_isdeterministic(collid);
-		default:
-			return false;
-	}
-}
-
-/*
- * keys_equated
- *		Whether the join makes key column p of a and of b equal (rule 4): a
- *		column key needs "a.k = b.k" with an equality of the key's operator
- *		family; an expression key, the same expression in both tables
- *		(checked already) and each column it reads equated with the
- *		column in the same place of the other, by an equality that means
- *		identity.  ec_ok: an equivalence class proves it too (inner and
- *		semi joins).
- */
-static bool
-keys_equated(PlannerInfo *root, List *joinquals, bool ec_ok,
-			 CjBaseRel *a, CjBaseRel *b, int p)
-{
-	bool		is_expr = (a->table->partattrs[p] == 0);
-	List	   *avars;
-	List	   *bvars;
-	ListCell   *la,
-			   *lb;
-
-	if (!cj_key_exprs_alike(a->table, b->table, p))
-		return false;
-	if (is_expr)
-	{
-		/* the join may equate the key expressions themselves */
-		Node	   *ea = copyObject(a->table->partexprs[p]);
-		Node	   *eb = copyObject(b->table->partexprs[p]);
-
-		ChangeVarNodes(ea, 1, a->rtindex, 0);
-		ChangeVarNodes(eb, 1, b->rtindex, 0);
-		if (clause_equates(joinquals, ea, eb, a->table->partopfamily[p], false) ||
-			(ec_ok && exprs_known_equal(root, ea, eb)))
-			return true;
-	}
-	avars = cj_key_vars(a->table, p, a->rtindex);
-	bvars = cj_key_vars(b->table, p, b->rtindex);
-	if (list_length(avars) != list_length(bvars))
-		return false;
-	forboth(la, avars, lb, bvars)
-	{
-		Var		   *av = lfirst(la);
-		Var		   *bv = lfirst(lb);
-		Oid			family;
-
-		if (!is_expr)
-		{
-			if (!clause_equates(joinquals, (Node *) av, (Node *) bv,
-								a->table->partopfamily[p], false) &&
-				!(ec_ok && exprs_known_equal(root, (Node *) av, (Node *) bv)))
-				return false;
-			continue;
-		}
-		if (av->vartype != bv->vartype || av->varcollid != bv->varcollid ||
-			!equality_is_identity(av->vartype, av->varcollid))
-			return false;
-		family = get_opclass_family(GetDefaultOpClass(av->vartype, BTREE_AM_OID));
-		/* an equivalence class does not tell its collation per member */
-		if (!clause_equates(joinquals, (Node *) av, (Node *) bv, family, true) &&
-			!(ec_ok && !OidIsValid(av->varcollid) &&
-			  exprs_known_equal(root, (Node *) av, (Node *) bv)))
-			return false;
-	}
-	return true;
-}
-
 /* can a class produce rows, given which tables have live rows in it? */
-static bool
-tree_produces(CjJoinTree *t, const bool *present)
+bool
+cj_tree_produces(CjJoinTree *t, const bool *present)
 {
 	if (t->is_base)
 		return present[t->base];
@@ -546,12 +346,12 @@ tree_produces(CjJoinTree *t, const bool *present)
 	{
 		case JOIN_INNER:
 		case JOIN_SEMI:
-			return tree_produces(t->outer, present) && tree_produces(t->inner, present);
+			return cj_tree_produces(t->outer, present) && cj_tree_produces(t->inner, present);
 		case JOIN_LEFT:
 		case JOIN_ANTI:
-			return tree_produces(t->outer, present);
+			return cj_tree_produces(t->outer, present);
 		case JOIN_FULL:
-			return tree_produces(t->outer, present) || tree_produces(t->inner, present);
+			return cj_tree_produces(t->outer, present) || cj_tree_produces(t->inner, present);
 		default:
 			return false;
 	}
@@ -661,7 +461,7 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 			any_member |= (m >= 0 && !br->class_live[m]);
 			any_live |= present[t];
 		}
-		if (!tree_produces(g->tree, present))
+		if (!cj_tree_produces(g->tree, present))
 		{
 			/*
 			 * Pruned: pruning removed a partition the class needed; empty:
@@ -1032,7 +832,7 @@ describe_keys(CjJoinGroup *g)
 				continue;
 			if (!firstrel)
 				appendStringInfoString(&buf, " = ");
-			appendStringInfoString(&buf, key_name(lfirst(lc), p));
+			appendStringInfoString(&buf, cj_key_name(lfirst(lc), p));
 			firstrel = false;
 		}
 	}
@@ -1290,7 +1090,7 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 
 				if (i->move != CJ_MOVE_NONE)
 					continue;
-				if (keys_equated(root, joinquals,
+				if (cj_keys_equated(root, joinquals,
 								 jointype == JOIN_INNER || jointype == JOIN_SEMI,
 								 o, i, p))
 				{
@@ -1308,7 +1108,7 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 
 			*reasons = lappend(*reasons,
 							   psprintf("the join does not equate partition key %s with %s%s",
-										key_name(o, p), key_name(i, p),
+										cj_key_name(o, p), cj_key_name(i, p),
 										(jointype == JOIN_INNER || jointype == JOIN_SEMI) ? "" :
 										" in its ON clause"));
 			return NULL;
@@ -1441,7 +1241,7 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 		/* hash partitions of mb refine the anchor's: equal keys required */
 		for (p = 0; p < anchor->table->partnatts; p++)
 		{
-			if (!keys_equated(root, joinquals, ec_ok, anchor, mb, p))
+			if (!cj_keys_equated(root, joinquals, ec_ok, anchor, mb, p))
 				break;
 		}
 		if (p == anchor->table->partnatts)
@@ -1455,7 +1255,7 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 		anchor->table->partattrs[0] != 0)
 	{
 		/* a column of mb equated with the anchor's key: route by its hash */
-		Var		   *av = key_var(anchor, 0);
+		Var		   *av = cj_key_var(anchor, 0);
 		Relation	rel = RelationIdGetRelation(mb->relid);
 		TupleDesc	desc = RelationGetDescr(rel);
 		int			a;
@@ -1470,7 +1270,7 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 				continue;
 			bv = makeVar(mb->rtindex, att->attnum, att->atttypid, att->atttypmod,
 						 att->attcollation, 0);
-			if (!clause_equates(joinquals, (Node *) av, (Node *) bv,
+			if (!cj_clause_equates(joinquals, (Node *) av, (Node *) bv,
 								anchor->table->partopfamily[0], false) &&
 				!(ec_ok && exprs_known_equal(root, (Node *) av, (Node *) bv)))
 				continue;
@@ -1988,6 +1788,12 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	if (joinrel->lateral_relids != NULL || !colojoin_is_active())
 		return;
 
+	/* a table that is not sharded can only join a group by broadcast */
+	if ((is_dimension_rel(root, outerrel) || is_dimension_rel(root, innerrel)) &&
+		force == NULL && move_hint == NULL &&
+		!(enabled && colojoin_enable_broadcast))
+		return;
+
 	attempt = get_attempt(joinrel);
 	if (attempt->group != NULL)
 		return;					/* this join already has its path */
@@ -2198,6 +2004,22 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 	return result;
 }
 
+/* the group accepted for rel in this planner call, or NULL */
+CjJoinGroup *
+cj_group_of_rel(RelOptInfo *rel)
+{
+	CjJoinAttempt *a = find_attempt(rel);
+
+	return a ? a->group : NULL;
+}
+
+/* the hints of the statement being planned, or NULL */
+CjHintSet *
+cj_statement_hints(void)
+{
+	return cj_hints;
+}
+
 /* ----------------------------------------------------------------
  *		Groups for the steps above the join (join_group.h)
  * ----------------------------------------------------------------
@@ -2327,7 +2149,7 @@ cj_group_groups_by_key(CjJoinGroup *g, List *exprs)
 			{
 				found = false;
 				foreach(le, exprs)
-					if (is_var_of(lfirst(le), lfirst(lv)))
+					if (cj_is_var_of(lfirst(le), lfirst(lv)))
 						found = true;
 				if (!found)
 					break;
@@ -2427,301 +2249,6 @@ moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br)
  */
 
 
-
-/*
- * find_prune_keys
- *		Run-time pruning for parameters (generic plans, PL/pgSQL): a
- *		hash-partitioned table that every result row needs, whose partition
- *		key columns are all equated with parameters of the key's own type.
- *		At execution, only the class those values hash to can produce rows.
- *		Returns the parameter expressions, one per key column, or NIL.
- */
-static List *
-find_prune_keys(CjJoinGroup *g, int *prune_rel)
-{
-	int			nt = list_length(g->rels);
-	bool	   *present = palloc(sizeof(bool) * nt);
-	int			t;
-
-	for (t = 0; t < nt; t++)
-	{
-		CjBaseRel  *br = list_nth(g->rels, t);
-		CjTable    *table = br->table;
-		List	   *exprs = NIL;
-		int			p;
-		int			c;
-
-		if (br->move != CJ_MOVE_NONE || table->strategy != PARTITION_STRATEGY_HASH)
-			continue;
-		/* required: without its rows no class produces anything */
-		memset(present, true, sizeof(bool) * nt);
-		present[t] = false;
-		if (tree_produces(g->tree, present))
-			continue;
-		/* one modulus, so that a value names one class */
-		for (c = 1; c < table->nclasses; c++)
-			if (table->classes[c].bound->modulus != table->classes[0].bound->modulus)
-				break;
-		if (c < table->nclasses)
-			continue;
-
-		for (p = 0; p < table->partnatts; p++)
-		{
-			Var		   *kv;
-			ListCell   *lc;
-			Expr	   *found = NULL;
-
-			/* an expression key would need its expression of the value */
-			if (table->partattrs[p] == 0)
-				break;
-			kv = key_var(br, p);
-
-			foreach(lc, br->quals)
-			{
-				OpExpr	   *op = (OpExpr *) lfirst(lc);
-				Node	   *l,
-						   *r;
-				Node	   *other;
-
-				if (!IsA(op, OpExpr) || list_length(op->args) != 2)
-					continue;
-				l = linitial(op->args);
-				r = lsecond(op->args);
-				if (is_var_of(l, kv))
-					other = r;
-				else if (is_var_of(r, kv))
-					other = l;
-				else
-					continue;
-				while (other && IsA(other, RelabelType))
-					other = (Node *) ((RelabelType *) other)->arg;
-				if (!IsA(other, Param) ||
-					(((Param *) other)->paramkind != PARAM_EXTERN &&
-					 ((Param *) other)->paramkind != PARAM_EXEC) ||
-					exprType(other) != table->parttypid[p] ||
-					get_op_opfamily_strategy(op->opno, table->partopfamily[p]) != HTEqualStrategyNumber)
-					continue;
-				found = (Expr *) other;
-				break;
-			}
-			if (found == NULL)
-				break;
-			exprs = lappend(exprs, found);
-		}
-		if (p == table->partnatts)
-		{
-			*prune_rel = t;
-			return exprs;
-		}
-	}
-	return NIL;
-}
-
-/*
- * task_alternatives
- *		Failover: the other nodes that hold every live leaf of the task's
- *		class, each with the task's SQL as it runs there (a replica's
- *		placement may be named differently).  None for a group that moves
- *		rows: its tasks read temporary tables filled on one node.
- */
-static List *
-task_alternatives(CjJoinGroup *g, CjTask *task, List *scan_vars,
-				  CjUpperSpec *spec, CjSqlContext *sc)
-{
-	List	   *result = NIL;
-	ListCell   *lc;
-
-	foreach(lc, g->rels)
-		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
-			return NIL;
-	foreach(lc, task->alternatives)
-	{
-		Oid			alt = lfirst_oid(lc);
-
-		result = lappend(result,
-						 list_make3(makeInteger((int) alt),
-									makeString(cj_node_name(alt)),
-									makeString(cj_task_sql(g, scan_vars, spec,
-														   task->cls, alt, sc))));
-	}
-	return result;
-}
-
-/*
- * cj_plan_custom_path
- *		The CustomScan of a chosen colocated path: its scan tuple holds the
- *		columns the remote queries return; conditions that cannot run on the
- *		nodes are its qual.
- */
-static Plan *
-cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
-					List *tlist, List *clauses, List *custom_plans)
-{
-	CjJoinAttempt *attempt = find_attempt(rel);
-	CjJoinGroup *g;
-	CjUpperSpec *spec = NULL;
-	CustomScan *cscan = makeNode(CustomScan);
-	List	   *scan_vars = NIL;
-	List	   *scan_tlist = NIL;
-	List	   *tasks = NIL;
-	List	   *private;
-	CjSqlContext sc;
-	ListCell   *lc;
-	List	   *prune_exprs;
-	int			prune_rel = -1;
-	List	   *moves;
-	double		rows_moved = 0;
-
-	if (best_path->custom_private != NIL)
-	{
-		/* an upper path: the group and what its remote query computes */
-		g = (CjJoinGroup *) linitial(best_path->custom_private);
-		spec = (CjUpperSpec *) lsecond(best_path->custom_private);
-	}
-	else if (attempt == NULL || attempt->group == NULL)
-		elog(ERROR, "colojoin: no plan information for a colocated join path");
-	else
-		g = attempt->group;
-
-	if (spec && spec->remote_exprs != NIL)
-	{
-		/* an upper path: the nodes return exactly spec's select list */
-		int			resno = 1;
-
-		scan_vars = spec->remote_exprs;
-		foreach(lc, scan_vars)
-			scan_tlist = lappend(scan_tlist,
-								 makeTargetEntry((Expr *) lfirst(lc), resno++, NULL, false));
-	}
-	else
-	{
-		/*
-		 * What the nodes must return: the join's output and the local
-		 * filters' columns.  The path's own target, not rel->reltarget: by
-		 * now the planner may have replaced the latter with the final target
-		 * list, expressions included.
-		 */
-		foreach(lc, pull_var_clause((Node *) best_path->path.pathtarget->exprs,
-									PVC_RECURSE_PLACEHOLDERS))
-			scan_vars = list_append_unique(scan_vars, lfirst(lc));
-		foreach(lc, pull_var_clause((Node *) g->local_quals, PVC_RECURSE_PLACEHOLDERS))
-			scan_vars = list_append_unique(scan_vars, lfirst(lc));
-		scan_tlist = add_to_flat_tlist(NIL, scan_vars);
-	}
-
-	cj_sql_context_init(&sc, g);
-	/* window functions computed in the tasks name the query's windows */
-	sc.dctx.windows = root->parse->windowClause;
-	sc.dctx.window_tlist = root->processed_tlist;
-
-	prune_exprs = find_prune_keys(g, &prune_rel);
-	foreach(lc, g->tasks)
-	{
-		CjTask	   *task = lfirst(lc);
-		int			remainder = -1;
-		int			m = prune_exprs ?
-			CJ_MEMBER(g->space, task->cls,
-					  ((CjBaseRel *) list_nth(g->rels, prune_rel))->space_index) : -1;
-		List	   *t = NIL;
-
-		if (m >= 0)
-			remainder = ((CjBaseRel *) list_nth(g->rels, prune_rel))->table->classes[m].bound->remainder;
-
-		t = lappend(t, makeInteger(task->cls));
-		t = lappend(t, makeInteger((int) task->serverid));
-		t = lappend(t, makeString(cj_node_name(task->serverid)));
-		t = lappend(t, makeString(cj_task_sql(g, scan_vars, spec, task->cls,
-											  task->serverid, &sc)));
-		t = lappend(t, makeString(cj_class_label(g->space, task->cls)));
-		t = lappend(t, makeInteger(remainder));
-		t = lappend(t, task_alternatives(g, task, scan_vars, spec, &sc));
-		tasks = lappend(tasks, t);
-	}
-
-	private = NIL;
-	moves = cj_build_moves(root, g, &sc, &rows_moved);
-	{
-		char	   *on = g->move_text ?
-			psprintf("%s, then colocated on %s", g->move_text, g->keys_text) :
-			psprintf("colocated on %s", g->keys_text);
-
-		private = lappend(private,
-						  makeString(spec ? psprintf("%s, %s", spec->strategy, on) : on));
-	}
-	private = lappend(private, makeInteger(g->space->nclasses));
-	private = lappend(private, makeInteger(g->npruned));
-	private = lappend(private, makeInteger(g->nempty));
-	private = lappend(private, makeInteger((int) g->userid));
-	private = lappend(private, tasks);
-	private = lappend(private, makeInteger((int) Min(rows_moved, (double) PG_INT32_MAX)));
-
-	/*
-	 * Run-time pruning: the key parameters go after the remote parameters
-	 * in custom_exprs; the plan keeps their positions, the hash support
-	 * functions and collations of the table, and its modulus.
-	 */
-	if (prune_exprs != NIL)
-	{
-		CjTable    *pt = ((CjBaseRel *) list_nth(g->rels, prune_rel))->table;
-		List	   *keys = NIL;
-		int			p;
-
-		for (p = 0; p < pt->partnatts; p++)
-		{
-			Oid			procid = get_opfamily_proc(pt->partopfamily[p],
-												   pt->partopcintype[p],
-												   pt->partopcintype[p],
-												   HASHEXTENDED_PROC);
-
-			keys = lappend(keys,
-						   list_make3(makeInteger(list_length(sc.dctx.params) + p),
-									  makeInteger((int) procid),
-									  makeInteger((int) pt->partcollation[p])));
-		}
-		private = lappend(private,
-						  list_make2(makeInteger(pt->classes[0].bound->modulus), keys));
-	}
-	else
-		private = lappend(private, NIL);
-	{
-		StringInfoData hints;
-
-		initStringInfo(&hints);
-		foreach(lc, g->hints_used)
-			appendStringInfo(&hints, "%s%s", hints.len ? " " : "",
-							 ((CjHint *) lfirst(lc))->text);
-		private = lappend(private, makeString(hints.data));
-	}
-	private = lappend(private, moves);
-	{
-		StringInfoData unused;
-
-		initStringInfo(&unused);
-		if (cj_hints != NULL)
-			foreach(lc, cj_hints->hints)
-			{
-				CjHint	   *h = lfirst(lc);
-
-				if (!h->used)
-					appendStringInfo(&unused, "%s%s", unused.len ? " " : "", h->text);
-			}
-		private = lappend(private, makeString(unused.data));
-	}
-
-	cscan->scan.plan.targetlist = tlist;
-	cscan->scan.plan.qual = (spec && spec->remote_exprs) ? spec->local_quals :
-		g->local_quals;
-	cscan->scan.scanrelid = 0;
-	cscan->flags = best_path->flags;
-	cscan->custom_plans = NIL;
-	cscan->custom_exprs = list_concat(sc.dctx.params, prune_exprs);
-	cscan->custom_private = private;
-	cscan->custom_scan_tlist = scan_tlist;
-	cscan->custom_relids = bms_copy(g->rel->relids);
-	cscan->methods = &cj_scan_methods;
-
-	return (Plan *) cscan;
-}
 
 void
 cj_planner_init(void)

@@ -14,6 +14,7 @@
 
 #include "colocation.h"
 #include "deparse.h"
+#include "hints.h"
 #include "join_group.h"
 #include "metadata.h"
 
@@ -128,5 +129,22 @@ extern bool cj_leaves_on_node(List *leaves, Oid serverid);
 
 /* planner.c */
 extern int	cj_class_remainder(CjJoinGroup *g, int c);
+extern bool cj_tree_produces(CjJoinTree *t, const bool *present);
+extern CjJoinGroup *cj_group_of_rel(RelOptInfo *rel);
+extern CjHintSet *cj_statement_hints(void);
+
+/* key_match.c: keys as expressions, and the equalities that match them */
+extern Var *cj_key_var(CjBaseRel *br, int p);
+extern char *cj_key_name(CjBaseRel *br, int p);
+extern bool cj_is_var_of(Node *node, Var *var);
+extern bool cj_clause_equates(List *clauses, Node *a, Node *b, Oid opfamily,
+							  bool identity);
+extern bool cj_keys_equated(PlannerInfo *root, List *joinquals, bool ec_ok,
+							CjBaseRel *a, CjBaseRel *b, int p);
+
+/* plan_create.c: the CustomScan of a chosen path */
+extern Plan *cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
+								 CustomPath *best_path, List *tlist,
+								 List *clauses, List *custom_plans);
 
 #endif							/* COLOJOIN_PLANNER_INTERNAL_H */

@@ -1,0 +1,330 @@
+/*-------------------------------------------------------------------------
+ *
+ * plan_create.c
+ *	  From the chosen path to the plan: the CustomScan of a colocated group,
+ *	  with its tasks (their SQL written by remote_sql.c), failover
+ *	  alternatives, moves, run-time pruning keys and EXPLAIN texts, all in
+ *	  custom_private as plain nodes.
+ *
+ *	  It writes down what planner.c decided; it decides nothing new.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/hash.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_opfamily.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "nodes/extensible.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
+#include "optimizer/tlist.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "colojoin.h"
+#include "colocation.h"
+#include "hints.h"
+#include "metadata.h"
+#include "planner.h"
+#include "planner_internal.h"
+
+/*
+ * find_prune_keys
+ *		Run-time pruning for parameters (generic plans, PL/pgSQL): a
+ *		hash-partitioned table that every result row needs, whose partition
+ *		key columns are all equated with parameters of the key's own type.
+ *		At execution, only the class those values hash to can produce rows.
+ *		Returns the parameter expressions, one per key column, or NIL.
+ */
+static List *
+find_prune_keys(CjJoinGroup *g, int *prune_rel)
+{
+	int			nt = list_length(g->rels);
+	bool	   *present = palloc(sizeof(bool) * nt);
+	int			t;
+
+	for (t = 0; t < nt; t++)
+	{
+		CjBaseRel  *br = list_nth(g->rels, t);
+		CjTable    *table = br->table;
+		List	   *exprs = NIL;
+		int			p;
+		int			c;
+
+		if (br->move != CJ_MOVE_NONE || table->strategy != PARTITION_STRATEGY_HASH)
+			continue;
+		/* required: without its rows no class produces anything */
+		memset(present, true, sizeof(bool) * nt);
+		present[t] = false;
+		if (cj_tree_produces(g->tree, present))
+			continue;
+		/* one modulus, so that a value names one class */
+		for (c = 1; c < table->nclasses; c++)
+			if (table->classes[c].bound->modulus != table->classes[0].bound->modulus)
+				break;
+		if (c < table->nclasses)
+			continue;
+
+		for (p = 0; p < table->partnatts; p++)
+		{
+			Var		   *kv;
+			ListCell   *lc;
+			Expr	   *found = NULL;
+
+			/* an expression key would need its expression of the value */
+			if (table->partattrs[p] == 0)
+				break;
+			kv = cj_key_var(br, p);
+
+			foreach(lc, br->quals)
+			{
+				OpExpr	   *op = (OpExpr *) lfirst(lc);
+				Node	   *l,
+						   *r;
+				Node	   *other;
+
+				if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+					continue;
+				l = linitial(op->args);
+				r = lsecond(op->args);
+				if (cj_is_var_of(l, kv))
+					other = r;
+				else if (cj_is_var_of(r, kv))
+					other = l;
+				else
+					continue;
+				while (other && IsA(other, RelabelType))
+					other = (Node *) ((RelabelType *) other)->arg;
+				if (!IsA(other, Param) ||
+					(((Param *) other)->paramkind != PARAM_EXTERN &&
+					 ((Param *) other)->paramkind != PARAM_EXEC) ||
+					exprType(other) != table->parttypid[p] ||
+					get_op_opfamily_strategy(op->opno, table->partopfamily[p]) != HTEqualStrategyNumber)
+					continue;
+				found = (Expr *) other;
+				break;
+			}
+			if (found == NULL)
+				break;
+			exprs = lappend(exprs, found);
+		}
+		if (p == table->partnatts)
+		{
+			*prune_rel = t;
+			return exprs;
+		}
+	}
+	return NIL;
+}
+
+/*
+ * task_alternatives
+ *		Failover: the other nodes that hold every live leaf of the task's
+ *		class, each with the task's SQL as it runs there (a replica's
+ *		placement may be named differently).  None for a group that moves
+ *		rows: its tasks read temporary tables filled on one node.
+ */
+static List *
+task_alternatives(CjJoinGroup *g, CjTask *task, List *scan_vars,
+				  CjUpperSpec *spec, CjSqlContext *sc)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
+			return NIL;
+	foreach(lc, task->alternatives)
+	{
+		Oid			alt = lfirst_oid(lc);
+
+		result = lappend(result,
+						 list_make3(makeInteger((int) alt),
+									makeString(cj_node_name(alt)),
+									makeString(cj_task_sql(g, scan_vars, spec,
+														   task->cls, alt, sc))));
+	}
+	return result;
+}
+
+/*
+ * cj_plan_custom_path
+ *		The CustomScan of a chosen colocated path: its scan tuple holds the
+ *		columns the remote queries return; conditions that cannot run on the
+ *		nodes are its qual.
+ */
+Plan *
+cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
+					List *tlist, List *clauses, List *custom_plans)
+{
+	CjJoinGroup *g;
+	CjUpperSpec *spec = NULL;
+	CustomScan *cscan = makeNode(CustomScan);
+	List	   *scan_vars = NIL;
+	List	   *scan_tlist = NIL;
+	List	   *tasks = NIL;
+	List	   *private;
+	CjSqlContext sc;
+	ListCell   *lc;
+	List	   *prune_exprs;
+	int			prune_rel = -1;
+	List	   *moves;
+	double		rows_moved = 0;
+
+	if (best_path->custom_private != NIL)
+	{
+		/* an upper path: the group and what its remote query computes */
+		g = (CjJoinGroup *) linitial(best_path->custom_private);
+		spec = (CjUpperSpec *) lsecond(best_path->custom_private);
+	}
+	else if ((g = cj_group_of_rel(rel)) == NULL)
+		elog(ERROR, "colojoin: no plan information for a colocated join path");
+
+	if (spec && spec->remote_exprs != NIL)
+	{
+		/* an upper path: the nodes return exactly spec's select list */
+		int			resno = 1;
+
+		scan_vars = spec->remote_exprs;
+		foreach(lc, scan_vars)
+			scan_tlist = lappend(scan_tlist,
+								 makeTargetEntry((Expr *) lfirst(lc), resno++, NULL, false));
+	}
+	else
+	{
+		/*
+		 * What the nodes must return: the join's output and the local
+		 * filters' columns.  The path's own target, not rel->reltarget: by
+		 * now the planner may have replaced the latter with the final target
+		 * list, expressions included.
+		 */
+		foreach(lc, pull_var_clause((Node *) best_path->path.pathtarget->exprs,
+									PVC_RECURSE_PLACEHOLDERS))
+			scan_vars = list_append_unique(scan_vars, lfirst(lc));
+		foreach(lc, pull_var_clause((Node *) g->local_quals, PVC_RECURSE_PLACEHOLDERS))
+			scan_vars = list_append_unique(scan_vars, lfirst(lc));
+		scan_tlist = add_to_flat_tlist(NIL, scan_vars);
+	}
+
+	cj_sql_context_init(&sc, g);
+	/* window functions computed in the tasks name the query's windows */
+	sc.dctx.windows = root->parse->windowClause;
+	sc.dctx.window_tlist = root->processed_tlist;
+
+	prune_exprs = find_prune_keys(g, &prune_rel);
+	foreach(lc, g->tasks)
+	{
+		CjTask	   *task = lfirst(lc);
+		int			remainder = -1;
+		int			m = prune_exprs ?
+			CJ_MEMBER(g->space, task->cls,
+					  ((CjBaseRel *) list_nth(g->rels, prune_rel))->space_index) : -1;
+		List	   *t = NIL;
+
+		if (m >= 0)
+			remainder = ((CjBaseRel *) list_nth(g->rels, prune_rel))->table->classes[m].bound->remainder;
+
+		t = lappend(t, makeInteger(task->cls));
+		t = lappend(t, makeInteger((int) task->serverid));
+		t = lappend(t, makeString(cj_node_name(task->serverid)));
+		t = lappend(t, makeString(cj_task_sql(g, scan_vars, spec, task->cls,
+											  task->serverid, &sc)));
+		t = lappend(t, makeString(cj_class_label(g->space, task->cls)));
+		t = lappend(t, makeInteger(remainder));
+		t = lappend(t, task_alternatives(g, task, scan_vars, spec, &sc));
+		tasks = lappend(tasks, t);
+	}
+
+	private = NIL;
+	moves = cj_build_moves(root, g, &sc, &rows_moved);
+	{
+		char	   *on = g->move_text ?
+			psprintf("%s, then colocated on %s", g->move_text, g->keys_text) :
+			psprintf("colocated on %s", g->keys_text);
+
+		private = lappend(private,
+						  makeString(spec ? psprintf("%s, %s", spec->strategy, on) : on));
+	}
+	private = lappend(private, makeInteger(g->space->nclasses));
+	private = lappend(private, makeInteger(g->npruned));
+	private = lappend(private, makeInteger(g->nempty));
+	private = lappend(private, makeInteger((int) g->userid));
+	private = lappend(private, tasks);
+	private = lappend(private, makeInteger((int) Min(rows_moved, (double) PG_INT32_MAX)));
+
+	/*
+	 * Run-time pruning: the key parameters go after the remote parameters
+	 * in custom_exprs; the plan keeps their positions, the hash support
+	 * functions and collations of the table, and its modulus.
+	 */
+	if (prune_exprs != NIL)
+	{
+		CjTable    *pt = ((CjBaseRel *) list_nth(g->rels, prune_rel))->table;
+		List	   *keys = NIL;
+		int			p;
+
+		for (p = 0; p < pt->partnatts; p++)
+		{
+			Oid			procid = get_opfamily_proc(pt->partopfamily[p],
+												   pt->partopcintype[p],
+												   pt->partopcintype[p],
+												   HASHEXTENDED_PROC);
+
+			keys = lappend(keys,
+						   list_make3(makeInteger(list_length(sc.dctx.params) + p),
+									  makeInteger((int) procid),
+									  makeInteger((int) pt->partcollation[p])));
+		}
+		private = lappend(private,
+						  list_make2(makeInteger(pt->classes[0].bound->modulus), keys));
+	}
+	else
+		private = lappend(private, NIL);
+	{
+		StringInfoData hints;
+
+		initStringInfo(&hints);
+		foreach(lc, g->hints_used)
+			appendStringInfo(&hints, "%s%s", hints.len ? " " : "",
+							 ((CjHint *) lfirst(lc))->text);
+		private = lappend(private, makeString(hints.data));
+	}
+	private = lappend(private, moves);
+	{
+		StringInfoData unused;
+
+		initStringInfo(&unused);
+		if (cj_statement_hints() != NULL)
+			foreach(lc, cj_statement_hints()->hints)
+			{
+				CjHint	   *h = lfirst(lc);
+
+				if (!h->used)
+					appendStringInfo(&unused, "%s%s", unused.len ? " " : "", h->text);
+			}
+		private = lappend(private, makeString(unused.data));
+	}
+
+	cscan->scan.plan.targetlist = tlist;
+	cscan->scan.plan.qual = (spec && spec->remote_exprs) ? spec->local_quals :
+		g->local_quals;
+	cscan->scan.scanrelid = 0;
+	cscan->flags = best_path->flags;
+	cscan->custom_plans = NIL;
+	cscan->custom_exprs = list_concat(sc.dctx.params, prune_exprs);
+	cscan->custom_private = private;
+	cscan->custom_scan_tlist = scan_tlist;
+	cscan->custom_relids = bms_copy(g->rel->relids);
+	cscan->methods = &cj_scan_methods;
+
+	return (Plan *) cscan;
+}
+
