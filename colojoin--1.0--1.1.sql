@@ -4,9 +4,10 @@
 \echo Use "ALTER EXTENSION colojoin UPDATE TO '1.1'" to load this file. \quit
 
 /*
- * colojoin.shards shows the physical node behind each placement's server:
- * servers that reach the same database (the node's system identifier and
- * database name, as the node reports them) are one node.  The view's
+ * colojoin.shards shows the physical node behind each placement's server
+ * (servers that reach the same database, by the node's system identifier
+ * and database name as the node reports them, are one node) and the
+ * table's partition key, expressions included.  The view's
  * function gains that column, so both are made again; the replicas and
  * every sharded table are untouched.
  */
@@ -21,7 +22,8 @@ CREATE FUNCTION colojoin.shard_placements(
 	OUT node name,
 	OUT remote_relation text,
 	OUT is_replica boolean,
-	OUT physical_node text)
+	OUT physical_node text,
+	OUT partition_key text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'colojoin_shard_placements'
 LANGUAGE C STABLE;
@@ -29,7 +31,7 @@ LANGUAGE C STABLE;
 CREATE VIEW colojoin.shards AS
 	SELECT * FROM colojoin.shard_placements();
 COMMENT ON VIEW colojoin.shards IS
-	'every placement of every leaf of every sharded table; bound and partition_class are those of the leaf''s top-level partition (its partition class); physical_node is the database the placement''s server reaches, NULL while it cannot be reached';
+	'every placement of every leaf of every sharded table; bound and partition_class are those of the leaf''s top-level partition (its partition class); physical_node is the database the placement''s server reaches, NULL while it cannot be reached; partition_key the table''s partitioning, as psql \d+ shows it';
 GRANT SELECT ON colojoin.shards TO PUBLIC;
 
 /*

@@ -33,7 +33,7 @@
 #                    took longer than BENCH_CELL_SECONDS / REPS runs fewer
 #                    times, at least 3 (the report says how many)
 #   BENCH_QUERIES    the queries to run (default all:
-#                    "J1 P C1 Q2 Q3 R1 R2 PLAN")
+#                    "J1 P C1 Q2 Q3 R1 R2 S1 W1 PLAN")
 #
 # The queries, configurations and what is measured are described in
 # bench/README.md.
@@ -54,7 +54,7 @@ export CJ_CLUSTER_DIR=${CJ_CLUSTER_DIR:-/tmp/cj-bench}
 export CJ_NODES=4
 export CJ_DB=bench
 BENCH_EXPLAIN_ANALYZE=${BENCH_EXPLAIN_ANALYZE:-colojoin}
-BENCH_QUERIES=${BENCH_QUERIES:-J1 P C1 Q2 Q3 R1 R2 PLAN}
+BENCH_QUERIES=${BENCH_QUERIES:-J1 P C1 Q2 Q3 R1 R2 S1 W1 PLAN}
 BENCH_CELL_SECONDS=${BENCH_CELL_SECONDS:-60}
 
 CLUSTER="$ROOT/test/cluster/cluster.sh"
@@ -291,6 +291,13 @@ coordinator_sql() {
 	echo "CREATE TABLE orders8 ($ORDERS_COLS) PARTITION BY HASH (o_orderkey);"
 	echo "CREATE TABLE t256a ($T256_COLS) PARTITION BY HASH (k);"
 	echo "CREATE TABLE t256b ($T256_COLS) PARTITION BY HASH (k);"
+	# two small plain tables on the coordinator: the dimensions of S1
+	echo "CREATE TABLE segment_dim (c_custkey int PRIMARY KEY, c_segment text);"
+	echo "INSERT INTO segment_dim SELECT g, (ARRAY['AUTOMOBILE','BUILDING','FURNITURE','HOUSEHOLD','MACHINERY'])[1 + g % 5]"
+	echo "  FROM generate_series(1, least($N_CUST, 10000)) g;"
+	echo "CREATE TABLE priority_dim (p_priority text PRIMARY KEY, p_rank int);"
+	echo "INSERT INTO priority_dim VALUES ('1-URGENT', 1), ('2-HIGH', 2), ('3-MEDIUM', 3), ('4-NOT SPECIFIED', 4), ('5-LOW', 5);"
+	echo "ANALYZE segment_dim, priority_dim;"
 	for r in $(seq 0 15); do
 		for t in orders lineitem part; do
 			echo "CREATE FOREIGN TABLE ${t}_p$r PARTITION OF $t FOR VALUES WITH (MODULUS 16, REMAINDER $r)"
@@ -486,6 +493,14 @@ SQLQ[R2]="SELECT o_orderkey, o_orderdate, o_orderpriority, l_linenumber, l_quant
 FROM orders8 JOIN lineitem ON o_orderkey = l_orderkey WHERE $J1_RANGE"
 # refinement: fine partition r of lineitem joins coarse partition r % 8
 LIMITQ[R2]="SELECT o_orderkey, o_orderdate, o_orderpriority, l_linenumber, l_quantity, l_extendedprice, l_discount, l_shipdate FROM orders8_p{r8} JOIN lineitem_p{r} ON o_orderkey = l_orderkey WHERE $J1_RANGE"
+TITLE[S1]="S1 star: orders x lineitem x two local dimensions, by segment and priority"
+SQLQ[S1]="SELECT s.c_segment, p.p_rank, count(*), sum(l_extendedprice)
+FROM orders JOIN lineitem ON o_orderkey = l_orderkey
+JOIN segment_dim s ON s.c_custkey = o_custkey JOIN priority_dim p ON p.p_priority = o_orderpriority
+GROUP BY 1, 2 ORDER BY 1, 2"
+TITLE[W1]="W1 rank() over each order's lines, J1's orders, summed"
+SQLQ[W1]="SELECT count(*), sum(r) FROM (SELECT rank() OVER (PARTITION BY o_orderkey ORDER BY l_quantity, l_linenumber) AS r
+FROM orders JOIN lineitem ON o_orderkey = l_orderkey WHERE $J1_RANGE) s"
 TITLE[PLAN]="PLAN planning time, 256 x 256 partitions"
 SQLQ[PLAN]="SELECT a.k, a.v, b.v FROM t256a a JOIN t256b b ON a.k = b.k"
 
@@ -652,7 +667,7 @@ uptime >"$OUT/raw/load_before.txt"
 for cfg in $CONFIGS; do
 	say "configuration $cfg (server options: ${CFG_SERVERS[$cfg]}; session: ${CFG_OPTS[$cfg]:-defaults})"
 	set_server_options "${CFG_SERVERS[$cfg]}"
-	for name in J1 P C1 Q2 Q3 R1 R2; do
+	for name in J1 P C1 Q2 Q3 R1 R2 S1 W1; do
 		want "$name" || continue
 		t0=$(date +%s)
 		run_session "$cfg" "$name"
@@ -718,6 +733,8 @@ want Q2 && rows+=("Q2|Q2|Q2|Q2|${TITLE[Q2]}")
 want Q3 && rows+=("Q3|Q3|Q3|Q3|${TITLE[Q3]}")
 want R1 && rows+=("R1|R1|R1|-|${TITLE[R1]}")
 want R2 && rows+=("R2|R2|R2|R2|${TITLE[R2]}")
+want S1 && rows+=("S1|S1|S1|-|${TITLE[S1]}")
+want W1 && rows+=("W1|W1|W1|-|${TITLE[W1]}")
 want PLAN && rows+=("PLAN|PLAN|PLAN|-|${TITLE[PLAN]}")
 
 # targets of issues 3, 4 and 6 (ratio best native / colojoin; colojoin / limit)
@@ -729,6 +746,7 @@ TARGET_SPEEDUP[C1/Q1]=4
 TARGET_SPEEDUP[Q3]=4
 TARGET_SPEEDUP[R1]=2
 TARGET_SPEEDUP[R2]=2
+TARGET_SPEEDUP[S1]=3
 TARGET_LIMIT[C1/Q1]=1.2
 TARGET_LIMIT[Q3]=1.2
 TARGET_LIMIT[Q2]=1.1
@@ -849,7 +867,7 @@ fi
 	echo
 	echo "colojoin's plans (the Strategy lines of EXPLAIN; the whole plans are in plans/colojoin_*.txt):"
 	echo
-	for name in J1 P C1 Q2 Q3 R1 R2 PLAN; do
+	for name in J1 P C1 Q2 Q3 R1 R2 S1 W1 PLAN; do
 		want "$name" || continue
 		strat=$(grep -m1 -o 'Strategy: .*' "$OUT/plans/colojoin_$name.txt" 2>/dev/null | sed 's/^Strategy: //' || true)
 		echo "- $name: ${strat:-no colojoin scan}"
@@ -864,7 +882,7 @@ fi
 	echo
 	echo "| query | colojoin | native a | native b | native c |"
 	echo "| --- | ---: | ---: | ---: | ---: |"
-	for name in J1 C1 Q2 Q3 R1 R2; do
+	for name in J1 C1 Q2 Q3 R1 R2 S1 W1; do
 		want "$name" || continue
 		line="| $name |"
 		for cfg in $CONFIGS; do

@@ -146,6 +146,10 @@ SELECT cj_decl.load('lx_b', $$SELECT (ARRAY['eu', 'US', 'asia', 'Mars', NULL])[g
 SELECT cj_decl.load('rx_a', $$SELECT g, g % 50, g FROM generate_series(1, 340) g$$);
 SELECT cj_decl.load('rx_b', $$SELECT g % 200, g % 120, g FROM generate_series(1, 300) g$$);
 
+-- the shards view says how each table is partitioned, expressions included
+SELECT DISTINCT table_name, partition_key FROM colojoin.shards
+WHERE table_name::text IN ('cj_decl_s.ex_a', 'cj_decl_s.ex_b', 'cj_decl_s.exn_a', 'cj_decl_s.lx_a', 'cj_decl_s.rx_b')
+ORDER BY 1;
 SELECT * FROM colojoin.colocation('cj_decl_s.ex_a', 'cj_decl_s.ex_b');
 SELECT * FROM colojoin.colocation('cj_decl_s.ex_a', 'cj_decl_s.ex_c');
 SELECT * FROM colojoin.colocation('cj_decl_s.rx_a', 'cj_decl_s.rx_b');

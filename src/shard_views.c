@@ -96,6 +96,14 @@ top_level_partitioned_tables(void)
 	return result;
 }
 
+/* "HASH ((k % 1000))", "LIST (lower(region))": the key as psql \d+ shows it */
+static char *
+partition_key_text(CjTable *t)
+{
+	return TextDatumGetCString(DirectFunctionCall1(pg_get_partkeydef,
+												   ObjectIdGetDatum(t->relid)));
+}
+
 /*
  * physical_node
  *		The database server reaches ("<system identifier>/<database>"), as
@@ -157,7 +165,7 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 	int			natts;
 
 	InitMaterializedSRF(fcinfo, 0);
-	/* 7 columns in version 1.0 of the SQL objects, 8 from 1.1 on */
+	/* 7 columns in version 1.0 of the SQL objects, 9 from 1.1 on */
 	natts = rsinfo->setDesc->natts;
 
 	if (!colojoin_is_active())
@@ -171,8 +179,11 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 					l,
 					p;
 
+		char	   *key_text;
+
 		if (t == NULL || !table_is_sharded(t))
 			continue;
+		key_text = partition_key_text(t);
 
 		for (c = 0; c < t->nclasses; c++)
 		{
@@ -184,8 +195,8 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 
 				for (p = 0; p < Max(leaf->nplacements, 1); p++)
 				{
-					Datum		values[8];
-					bool		nulls[8];
+					Datum		values[9];
+					bool		nulls[9];
 
 					memset(nulls, 0, sizeof(nulls));
 					values[0] = ObjectIdGetDatum(t->relid);
@@ -210,6 +221,8 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 						else
 							nulls[7] = true;
 					}
+					if (natts > 8)
+						values[8] = CStringGetTextDatum(key_text);
 					tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
 										 values, nulls);
 				}
