@@ -101,6 +101,9 @@ BEGIN
 END
 $$;
 SELECT * FROM cj_sn_plan('SELECT * FROM a JOIN b USING (k)');
+-- colocation() says so, naming the servers that share a database
+SELECT colocated, aspect, regexp_replace(detail, ' \(.*\)$', '') AS detail
+FROM colojoin.colocation('a', 'b') ORDER BY aspect, detail;
 SELECT q, rows_of(q, 'cj_sn_s') = rows_of(q, 'cj_sn_l') AS same,
 	   cardinality(rows_of(q, 'cj_sn_l')) AS nrows
 FROM (VALUES ('SELECT * FROM a JOIN b USING (k)'),

@@ -453,6 +453,57 @@ check_placement(ReturnSetInfo *rsinfo, CjClassSpace *space, List **counts,
 }
 
 /*
+ * report_shared_nodes
+ *		One row (true, 'physical node', ...) for each pair of the two
+ *		tables' servers that reach one database: colojoin treats them as one
+ *		node, so their partitions are colocated although the server names
+ *		differ.  Servers not connected to yet are asked now (physical_node).
+ */
+static void
+report_shared_nodes(ReturnSetInfo *rsinfo, CjTable *ta, CjTable *tb)
+{
+	List	   *servers = NIL;
+	CjTable    *tables[2] = {ta, tb};
+	ListCell   *l1;
+	int			t,
+				c,
+				l,
+				p;
+
+	for (t = 0; t < 2; t++)
+		for (c = 0; c < tables[t]->nclasses; c++)
+			for (l = 0; l < tables[t]->classes[c].nleaves; l++)
+			{
+				CjLeaf	   *leaf = &tables[t]->classes[c].leaves[l];
+
+				for (p = 0; p < leaf->nplacements; p++)
+					if (leaf->placements[p].serverid != CJ_LOCAL_NODE)
+						servers = list_append_unique_oid(servers,
+														 leaf->placements[p].serverid);
+			}
+	foreach(l1, servers)
+	{
+		bool		isnull;
+		ListCell   *l2;
+
+		(void) physical_node(lfirst_oid(l1), &isnull);
+		if (isnull)
+			continue;
+		for_each_cell(l2, servers, lnext(servers, l1))
+		{
+			bool		isnull2;
+
+			(void) physical_node(lfirst_oid(l2), &isnull2);
+			if (!isnull2 && cj_node_same(lfirst_oid(l1), lfirst_oid(l2)))
+				put_row(rsinfo, true, "physical node",
+						psprintf("servers %s and %s reach one database (%s)",
+								 cj_node_name(lfirst_oid(l1)), cj_node_name(lfirst_oid(l2)),
+								 cj_node_identity(lfirst_oid(l1))));
+		}
+	}
+}
+
+/*
  * colojoin_colocation
  *		Whether a join of a and b on their partition keys is colocated: one
  *		row (true, 'colocated', summary) when it is, else one row per reason,
@@ -537,5 +588,6 @@ colojoin_colocation(PG_FUNCTION_ARGS)
 	if (nonesided > 0)
 		appendStringInfo(&buf, "; %d only in one table", nonesided);
 	put_row(rsinfo, true, "colocated", buf.data);
+	report_shared_nodes(rsinfo, ta, tb);
 	PG_RETURN_VOID();
 }
