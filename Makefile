@@ -22,6 +22,7 @@ OBJS = \
 	src/deparse.o \
 	src/planner.o \
 	src/key_match.o \
+	src/repartition_key.o \
 	src/plan_create.o \
 	src/remote_sql.o \
 	src/executor.o \

@@ -189,6 +189,32 @@ SELECT q, (cj_decl.check(q)).* FROM (VALUES
 	('SELECT * FROM rx_a JOIN ex_a ON a = k')
 ) qs(q);
 
+-- keys that are not alike: ex_c's rows are repartitioned by ex_a's key
+-- expression, computed on ex_c's nodes over the column the join equates
+CREATE FUNCTION cj_decl.strategy(query text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	PERFORM set_config('search_path', 'cj_decl_s, public', true);
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		IF line ~ 'Strategy:' THEN
+			RETURN regexp_replace(line, '^\s*Strategy: ', '');
+		END IF;
+	END LOOP;
+	RETURN 'not run by colojoin';
+END
+$$;
+SET colojoin.enable_broadcast = off;
+SELECT q, (cj_decl.check(q)).*, cj_decl.strategy(q) FROM (VALUES
+	('SELECT * FROM ex_a JOIN ex_c ON ex_a.k = ex_c.k'),
+	('SELECT * FROM ex_a LEFT JOIN ex_c ON ex_a.k = ex_c.k'),
+	('SELECT count(*) FROM ex_c JOIN ex_a ON ex_a.k = ex_c.v'),
+	('SELECT * FROM ex_a JOIN rx_a ON ex_a.k = rx_a.a'),
+	-- numeric equality is not identity: nothing to route by
+	('SELECT count(*) FROM exn_a JOIN exn_b ON exn_a.k = exn_b.v')
+) qs(q);
+RESET colojoin.enable_broadcast;
+
 --
 -- 2. Multi-level partitioning with mixed strategies: list on region, then
 -- hash on k (mm_a, mm_b alike; every leaf of a class on one node), and

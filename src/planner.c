@@ -1251,63 +1251,13 @@ choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
 		}
 	}
 
-	if (allow_redistribution && ma > 0 && anchor->table->partnatts == 1 &&
-		anchor->table->partattrs[0] != 0)
+	/* a value of mb equated with the anchor's key: route by its hash */
+	if (allow_redistribution && ma > 0 &&
+		cj_repartition_key(root, anchor, mb, joinquals, ec_ok,
+						   &mb->move_key, &mb->move_hashfn))
 	{
-		/* a column of mb equated with the anchor's key: route by its hash */
-		Var		   *av = cj_key_var(anchor, 0);
-		Relation	rel = RelationIdGetRelation(mb->relid);
-		TupleDesc	desc = RelationGetDescr(rel);
-		int			a;
-
-		for (a = 0; a < desc->natts; a++)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, a);
-			Var		   *bv;
-			Oid			fn;
-
-			if (att->attisdropped)
-				continue;
-			bv = makeVar(mb->rtindex, att->attnum, att->atttypid, att->atttypmod,
-						 att->attcollation, 0);
-			if (!cj_clause_equates(joinquals, (Node *) av, (Node *) bv,
-								anchor->table->partopfamily[0], false) &&
-				!(ec_ok && exprs_known_equal(root, (Node *) av, (Node *) bv)))
-				continue;
-			fn = get_opfamily_proc(anchor->table->partopfamily[0], att->atttypid,
-								   att->atttypid, HASHEXTENDED_PROC);
-			if (!OidIsValid(fn) || fn >= FirstGenbkiObjectId ||
-				(OidIsValid(att->attcollation) &&
-				 !get_collation_isdeterministic(att->attcollation)))
-				continue;
-
-			/*
-			 * The node calls the support function by name in SQL, which
-			 * needs the column to be of the function's argument type or to
-			 * cast to it without a change of representation: date's hash
-			 * support function is declared on int4, which date does not
-			 * cast to.
-			 */
-			if (get_func_nargs(fn) != 2)
-				continue;
-			{
-				Oid		   *argtypes;
-				int			nargs;
-				Oid			argtype;
-
-				(void) get_func_signature(fn, &argtypes, &nargs);
-				argtype = argtypes[0];
-				if (argtype != att->atttypid &&
-					!IsBinaryCoercible(att->atttypid, argtype))
-					continue;
-			}
-			mb->move_key = att->attnum;
-			mb->move_hashfn = fn;
-			mb->move_modulus = ma;
-			repartition_rows = mrel->rows;
-			break;
-		}
-		RelationClose(rel);
+		mb->move_modulus = ma;
+		repartition_rows = mrel->rows;
 	}
 
 	if (forced == CJ_MOVE_BROADCAST)
@@ -1338,10 +1288,18 @@ move_description(CjBaseRel *mb, CjBaseRel *anchor)
 			return psprintf("partitions of %s refining those of %s, copied where needed",
 							quote_identifier(mb->alias), quote_identifier(anchor->alias));
 		case CJ_MOVE_REPARTITION:
-			return psprintf("%s repartitioned by hash of %s.%s like %s",
-							quote_identifier(mb->alias), quote_identifier(mb->alias),
-							quote_identifier(get_attname(mb->relid, mb->move_key, false)),
-							quote_identifier(anchor->alias));
+			{
+				Node	   *key = copyObject((Node *) mb->move_key);
+
+				/* the key as the query names it: Vars of varno 1 for ruleutils */
+				ChangeVarNodes(key, mb->rtindex, 1, 0);
+				return psprintf("%s repartitioned by hash of %s like %s",
+								quote_identifier(mb->alias),
+								deparse_expression(key,
+												   deparse_context_for(mb->alias, mb->relid),
+												   true, false),
+								quote_identifier(anchor->alias));
+			}
 		case CJ_MOVE_BROADCAST:
 			return psprintf("%s broadcast to the nodes of %s",
 							quote_identifier(mb->alias), quote_identifier(anchor->alias));

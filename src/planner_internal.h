@@ -39,7 +39,9 @@ typedef struct CjBaseRel
 	 */
 	int			space_index;	/* its table in the group's class space */
 	int			move;			/* CJ_MOVE_* */
-	AttrNumber	move_key;		/* CJ_MOVE_REPARTITION: column hashed */
+	Expr	   *move_key;		/* CJ_MOVE_REPARTITION: the value hashed, a
+								 * column or the anchor's key expression
+								 * over mb's columns */
 	Oid			move_hashfn;	/* its hash support function */
 	int			move_modulus;	/* the anchor's modulus */
 	List	   *move_attnos;	/* columns the moved rows carry */
@@ -141,6 +143,16 @@ extern bool cj_clause_equates(List *clauses, Node *a, Node *b, Oid opfamily,
 							  bool identity);
 extern bool cj_keys_equated(PlannerInfo *root, List *joinquals, bool ec_ok,
 							CjBaseRel *a, CjBaseRel *b, int p);
+
+/*
+ * repartition_key.c: how mb's rows are routed like the anchor's hash
+ * partitioning: the value to hash (a column of mb equated with the anchor's
+ * key, or the anchor's key expression over mb's equated columns) and the
+ * hash support function; false when there is none.
+ */
+extern bool cj_repartition_key(PlannerInfo *root, CjBaseRel *anchor,
+							   CjBaseRel *mb, List *joinquals, bool ec_ok,
+							   Expr **key, Oid *hashfn);
 
 /* plan_create.c: the CustomScan of a chosen path */
 extern Plan *cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,

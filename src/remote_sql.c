@@ -503,12 +503,12 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 		 * hash_combine64 adds to an initial 0, modulo 2^64, then the modulus.
 		 */
 		appendStringInfo(&sel,
-						 " ((((pg_catalog.%s(r%u.%s::%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
+						 " ((((pg_catalog.%s((%s)::%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
 						 " + 18446744073709551616::pg_catalog.numeric + 5305509591434766563::pg_catalog.numeric)"
 						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4"
 						 " AS colojoin_class",
-						 cj_quote_ident(get_func_name(br->move_hashfn)), br->rtindex,
-						 cj_quote_ident(get_attname(br->relid, br->move_key, false)),
+						 cj_quote_ident(get_func_name(br->move_hashfn)),
+						 quals_text(list_make1(br->move_key), sc),
 						 cj_type_name(hash_arg_type(br->move_hashfn), -1),
 						 br->move_modulus);
 	}
@@ -529,8 +529,8 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 		/* a NULL key equals nothing, and the moved side is never preserved */
 		if (br->move == CJ_MOVE_REPARTITION)
 			conds = lappend(conds,
-							psprintf("(r%u.%s IS NOT NULL)", br->rtindex,
-									 cj_quote_ident(get_attname(br->relid, br->move_key, false))));
+							psprintf("((%s) IS NOT NULL)",
+									 quals_text(list_make1(br->move_key), sc)));
 		appendStringInfoString(&sel, " WHERE ");
 		append_string_list(&sel, conds, " AND ", "true");
 	}
