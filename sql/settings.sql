@@ -98,6 +98,18 @@ RESET colojoin.enable_colocated_join;
 SET colojoin.enable = maybe;
 SET colojoin.max_connections_per_node = 0;
 SET colojoin.max_connections_per_node = 65;
+-- the connection budget is the same for every session (postgresql.conf);
+-- the two timeouts are a session's own
+SHOW colojoin.node_connection_budget;
+SET colojoin.node_connection_budget = 10;
+SET colojoin.connection_wait_timeout = -1;
+SET colojoin.connection_wait_timeout = '2s';
+SHOW colojoin.connection_wait_timeout;
+RESET colojoin.connection_wait_timeout;
+SET colojoin.idle_connection_timeout = '5min';
+SHOW colojoin.idle_connection_timeout;
+RESET colojoin.idle_connection_timeout;
+SHOW colojoin.idle_connection_timeout;
 
 --
 -- SET LOCAL lasts for its transaction; a rolled back SET is undone.

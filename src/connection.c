@@ -2096,9 +2096,13 @@ cj_conn_close_idle(void)
 		if (c->conn == NULL || c->xact_open || c->in_flight ||
 			c->owner != NULL)
 			continue;
-		if (cj_budget_should_close(c->budget_token, c->key.slot,
-								   c->last_used, now))
-			close_connection(c);
+		if (!cj_budget_should_close(c->budget_token, c->key.slot,
+									c->last_used, now))
+			continue;
+		/* a node answering a COMMIT to a closed socket logs a FATAL */
+		if (c->commit_pending)
+			finish_pending_commit(c);
+		close_connection(c);
 	}
 }
 
