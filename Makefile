@@ -14,6 +14,7 @@ OBJS = \
 	src/shard_views.o \
 	src/shard_create.o \
 	src/shard_drop.o \
+	src/remote_stats.o \
 	src/replicas.o \
 	src/connection.o \
 	src/conn_budget.o \

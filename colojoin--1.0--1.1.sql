@@ -65,3 +65,10 @@ LANGUAGE C;
 -- before colojoin_forget_dropped_replicas: event triggers fire in name order
 CREATE EVENT TRIGGER colojoin_drop_remote_shards ON sql_drop
 	EXECUTE FUNCTION colojoin.drop_remote_shards();
+
+CREATE FUNCTION colojoin.refresh_statistics(table_name regclass DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'colojoin_refresh_statistics'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION colojoin.refresh_statistics(regclass) IS
+	'read the sizes of the remote tables of a sharded table''s partitions (of all, with NULL) from the nodes into the partitions'' statistics';

@@ -172,10 +172,27 @@ value_type_is_shippable(Oid typid)
 static bool
 func_is_shippable(Oid funcid)
 {
+	Oid		   *argtypes;
+	int			nargs;
+	int			i;
+
 	if (!OidIsValid(funcid) || !is_builtin(funcid))
 		return false;
-	return func_volatile(funcid) == PROVOLATILE_IMMUTABLE &&
-		!get_func_retset(funcid);
+	if (func_volatile(funcid) != PROVOLATILE_IMMUTABLE || get_func_retset(funcid))
+		return false;
+
+	/*
+	 * A function of an object identifier reads this server's catalogs
+	 * (satisfies_hash_partition(oid, ...)), and the node's OIDs name other
+	 * objects: such a call means something else there, even once the
+	 * planner folded 'tbl'::regclass into a plain oid constant.
+	 */
+	(void) get_func_signature(funcid, &argtypes, &nargs);
+	for (i = 0; i < nargs; i++)
+		if (argtypes[i] == OIDOID || argtypes[i] == REGCLASSOID ||
+			argtypes[i] == REGPROCOID || argtypes[i] == REGTYPEOID)
+			return false;
+	return true;
 }
 
 /* oper_is_shippable: a built-in operator over a shippable function */

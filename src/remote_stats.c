@@ -1,0 +1,212 @@
+/*-------------------------------------------------------------------------
+ *
+ * remote_stats.c
+ *	  colojoin.refresh_statistics: the sizes of the leaves' remote tables,
+ *	  read from the nodes' own catalogs (reltuples and relpages, or the
+ *	  table's size where the node never counted its rows), written into
+ *	  the foreign partitions' pg_class entries as ANALYZE would, so that
+ *	  every session plans with them.
+ *
+ *	  Foreign tables are rarely ANALYZEd (autovacuum never does, and
+ *	  postgres_fdw samples every row's page to do it); without sizes the
+ *	  planner guesses a few thousand rows per partition and picks the wrong
+ *	  side to move.  Reading the node's counters costs one small query per
+ *	  node.  This file reads and records; the planner uses what PostgreSQL
+ *	  already keeps in pg_class.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/multixact.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "commands/vacuum.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "optimizer/plancat.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "colojoin.h"
+#include "connection.h"
+#include "metadata.h"
+
+PG_FUNCTION_INFO_V1(colojoin_refresh_statistics);
+
+/* the top-level sharded tables of the database (all of them: relid NULL) */
+static List *
+tables_to_refresh(Oid relid)
+{
+	List	   *result = NIL;
+	uint64		i;
+
+	if (OidIsValid(relid))
+		return list_make1_oid(relid);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute("SELECT oid FROM pg_catalog.pg_class WHERE relkind = 'p' AND NOT relispartition",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list partitioned tables");
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext old = MemoryContextSwitchTo(CurTransactionContext);
+
+		result = lappend_oid(result, DatumGetObjectId(d));
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * record_size
+ *		Write the leaf's size into its pg_class entry, as ANALYZE of a
+ *		foreign table does (in place, not rolled back).  A node that never
+ *		counted the table's rows gives only its pages: the rows are then
+ *		estimated from the pages and the leaf's column widths, as the
+ *		planner does for a plain table that was never analyzed.
+ */
+static void
+record_size(Oid leafrelid, double tuples, double pages)
+{
+	Relation	rel = relation_open(leafrelid, ShareUpdateExclusiveLock);
+
+	if (tuples < 0)
+	{
+		int32		width = get_rel_data_width(rel, NULL);
+		double		density = (BLCKSZ - SizeOfPageHeaderData) /
+			(double) (width + MAXALIGN(SizeofHeapTupleHeader) + sizeof(ItemIdData));
+
+		tuples = floor(pages * density + 0.5);
+	}
+	vac_update_relstats(rel, (BlockNumber) Min(pages, (double) MaxBlockNumber),
+						tuples, 0, false, InvalidTransactionId,
+						InvalidMultiXactId, NULL, NULL, false);
+	relation_close(rel, NoLock);
+}
+
+/*
+ * colojoin_refresh_statistics
+ *		colojoin.refresh_statistics(table regclass DEFAULT NULL) -> integer:
+ *		for every foreign leaf of the table (of every sharded table), the
+ *		size of its primary placement's remote table; returns how many
+ *		leaves got one.  One query per node, through colojoin's connection.
+ */
+Datum
+colojoin_refresh_statistics(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	List	   *tables = tables_to_refresh(relid);
+	List	   *servers = NIL;
+	ListCell   *lt;
+	ListCell   *ls;
+	int			refreshed = 0;
+
+	/* the leaves, by the server of their primary placement */
+	foreach(lt, tables)
+	{
+		CjTable    *t = cj_get_table(lfirst_oid(lt));
+		int			c,
+					l;
+
+		if (t == NULL)
+		{
+			if (OidIsValid(relid))
+				ereport(ERROR,
+						(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+						 errmsg("\"%s\" is not a partitioned table", get_rel_name(relid))));
+			continue;
+		}
+		for (c = 0; c < t->nclasses; c++)
+			for (l = 0; l < t->classes[c].nleaves; l++)
+			{
+				CjLeaf	   *leaf = &t->classes[c].leaves[l];
+
+				if (leaf->is_foreign && leaf->nplacements > 0)
+					servers = list_append_unique_oid(servers, leaf->placements[0].serverid);
+			}
+	}
+
+	foreach(ls, servers)
+	{
+		Oid			serverid = lfirst_oid(ls);
+		StringInfoData schemas;
+		StringInfoData names;
+		List	   *leaves = NIL;
+		CjConnection *conn;
+		PGresult   *res;
+		int			i;
+
+		initStringInfo(&schemas);
+		initStringInfo(&names);
+		foreach(lt, tables)
+		{
+			CjTable    *t = cj_get_table(lfirst_oid(lt));
+			int			c,
+						l;
+
+			if (t == NULL)
+				continue;
+			for (c = 0; c < t->nclasses; c++)
+				for (l = 0; l < t->classes[c].nleaves; l++)
+				{
+					CjLeaf	   *leaf = &t->classes[c].leaves[l];
+
+					if (!leaf->is_foreign || leaf->nplacements == 0 ||
+						leaf->placements[0].serverid != serverid ||
+						list_member_oid(leaves, leaf->relid))
+						continue;
+					leaves = lappend_oid(leaves, leaf->relid);
+					appendStringInfo(&schemas, "%s%s", schemas.len ? "," : "",
+									 quote_literal_cstr(leaf->placements[0].remote_schema));
+					appendStringInfo(&names, "%s%s", names.len ? "," : "",
+									 quote_literal_cstr(leaf->placements[0].remote_table));
+				}
+		}
+		conn = cj_get_connection(serverid, GetUserId(), 0);
+		res = cj_exec_query(conn,
+							psprintf("SELECT s.i, c.reltuples, c.relpages, "
+									 "pg_catalog.pg_relation_size(c.oid) / pg_catalog.current_setting('block_size')::pg_catalog.int8 "
+									 "FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
+									 "pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[])) "
+									 "WITH ORDINALITY AS s(nsp, rel, i) "
+									 "JOIN pg_catalog.pg_namespace n ON n.nspname = s.nsp "
+									 "JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.rel",
+									 schemas.data, names.data),
+							"reading table sizes");
+		for (i = 0; i < PQntuples(res); i++)
+		{
+			int			idx = atoi(PQgetvalue(res, i, 0)) - 1;
+			double		tuples = strtod(PQgetvalue(res, i, 1), NULL);
+			double		pages = strtod(PQgetvalue(res, i, 2), NULL);
+			double		pages_now = strtod(PQgetvalue(res, i, 3), NULL);
+
+			if (idx < 0 || idx >= list_length(leaves))
+				continue;
+			/*
+			 * The rows the node counted, scaled to the table's size now (as
+			 * the planner scales a plain table's); a node that never counted
+			 * them gives only the size.
+			 */
+			if (tuples >= 0 && pages > 0)
+				tuples = tuples / pages * pages_now;
+			else if (pages_now > 0 || tuples < 0)
+				tuples = -1;
+			pages = pages_now;
+			record_size(list_nth_oid(leaves, idx), tuples, pages);
+			refreshed++;
+		}
+		PQclear(res);
+	}
+	PG_RETURN_INT32(refreshed);
+}
