@@ -179,6 +179,32 @@ mark_live_leaves(PlannerInfo *root, CjBaseRel *br, RelOptInfo *child)
 }
 
 /*
+ * take_quals
+ *		A member table's own conditions, into br->quals.  false (with the
+ *		reason) for a condition that does not depend on its rows: PostgreSQL
+ *		evaluates those once, as a gating qual, which no task can.
+ */
+static bool
+take_quals(RelOptInfo *rel, CjBaseRel *br, List **reasons)
+{
+	ListCell   *lc;
+
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("table %s has a condition that does not depend on its rows", br->alias));
+			return false;
+		}
+		br->quals = lappend(br->quals, rinfo->clause);
+	}
+	return true;
+}
+
+/*
  * make_base_rel
  *		Describe a sharded table of the query, or return NULL (with a
  *		reason) when colojoin cannot take it.
@@ -189,7 +215,6 @@ make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 	RangeTblEntry *rte;
 	CjTable    *table;
 	CjBaseRel  *br;
-	ListCell   *lc;
 	int			i;
 
 	/*
@@ -234,19 +259,7 @@ make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 		}
 	}
 
-	foreach(lc, rel->baserestrictinfo)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
-		if (rinfo->pseudoconstant)
-		{
-			*reasons = lappend(*reasons,
-							   psprintf("table %s has a condition that does not depend on its rows", br->alias));
-			return NULL;
-		}
-		br->quals = lappend(br->quals, rinfo->clause);
-	}
-	return br;
+	return take_quals(rel, br, reasons) ? br : NULL;
 }
 
 /*
@@ -280,7 +293,6 @@ make_dimension_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 {
 	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
 	CjBaseRel  *br = palloc0(sizeof(CjBaseRel));
-	ListCell   *lc;
 
 	br->rtindex = rel->relid;
 	br->relid = rte->relid;
@@ -288,19 +300,7 @@ make_dimension_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 	br->local_inh = rte->inh;
 	br->alias = rte->eref->aliasname;
 	br->checkasuser = rte->checkAsUser;
-	foreach(lc, rel->baserestrictinfo)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
-		if (rinfo->pseudoconstant)
-		{
-			*reasons = lappend(*reasons,
-							   psprintf("table %s has a condition that does not depend on its rows", br->alias));
-			return NULL;
-		}
-		br->quals = lappend(br->quals, rinfo->clause);
-	}
-	return br;
+	return take_quals(rel, br, reasons) ? br : NULL;
 }
 
 /*
