@@ -65,6 +65,8 @@ FEATURES = {
     'dimensions': 'tables that are not sharded (plain, materialized view, foreign table of one server) '
                   'joined with sharded ones and broadcast',
     'hints': 'BroadcastJoin(alias) hints naming a dimension table',
+    'windows': 'window functions (PARTITION BY partition keys, other columns or nothing; frames, '
+               'named windows, FILTER, a filter on a window result in an outer query)',
     'session-settings': 'DateStyle, IntervalStyle, extra_float_digits, TimeZone, bytea_output varied '
                         'per query (both sides)',
 }
@@ -742,6 +744,9 @@ class Query:
         self.dim_aliases = []
         self.dgroup = []     # GROUP BY a dimension column, asked for while joining it
         self.special = None
+        self.wsel = []       # (alias wN, window function call) in the output
+        self.windows = []    # (name, spec) of the WINDOW clause
+        self.wfilter = []    # conditions on wN of an outer query over the window query
 
     def copy(self):
         import copy
@@ -758,6 +763,9 @@ class QGen:
         # queries without dimensions stay those of the same seed before
         self.drng = random.Random(world.seed * 7 + 2)
         self.dim_share = 0.25
+        # windows too: the queries without windows stay those of the seed
+        self.wrng = random.Random(world.seed * 7 + 3)
+        self.win_share = 0.15
 
     def on(self, feat, p=1.0):
         return feat in self.f and self.rng.random() < p
@@ -1281,6 +1289,16 @@ class QGen:
         if ('semi' in self.f or 'anti' in self.f) and rng.random() < 0.3:
             it = rng.choice(q.items)
             q.where.append(self.subq(q, it['alias'], it['table']))
+        if 'windows' in self.f and self.wrng.random() < self.win_share:
+            saved, self.rng = self.rng, self.wrng
+            try:
+                self.add_windows(q)
+            finally:
+                self.rng = saved
+            if 'anti-cols' not in self.f:
+                self.scrub_anti(q)
+            self.finish(q)
+            return q
         # output
         visible = [it for it in q.items if not it['anti'] or self.on('anti-cols', 0.5)]
         if q.dgroup or self.on('aggregates', 0.4):
@@ -1345,6 +1363,143 @@ class QGen:
         self.finish(q)
         return q
 
+    # -- window functions ----------------------------------------------------
+
+    def total_order(self, items):
+        """every column of items: a total order up to rows that nothing
+        in the output tells apart"""
+        out = []
+        for it in items:
+            a = it['alias']
+            if it['table'].get('dim'):
+                out += [x % a for x in ('%s.id', '%s.code COLLATE "C"', '%s.name COLLATE "C"', '%s.born',
+                                        '%s.span::text COLLATE "C"', '%s.ratio::text COLLATE "C"',
+                                        '%s.amt::text COLLATE "C"', '%s.tags::text COLLATE "C"', '%s.nums',
+                                        '%s.ts', '%s.flag', '%s.blob')]
+            else:
+                out += [x % a for x in ('%s.k', '%s.k2', '%s.r COLLATE "C"', '%s.d', '%s.u', '%s.v',
+                                        '%s.s COLLATE "C"', '%s.n')]
+        return out
+
+    def add_windows(self, q):
+        """select window functions over q's join tree"""
+        rng = self.rng
+        visible = [it for it in q.items if not it['anti'] or self.on('anti-cols', 0.5)]
+        sharded = [it for it in visible if not it['table'].get('dim')]
+        for _ in range(rng.randint(0, 3)):
+            it = rng.choice(visible)
+            a = it['alias']
+            q.select.append(self.dim_select(a) if it['table'].get('dim') else '%s.%s' % (a, rng.choice(COLS)))
+
+        def partition():
+            x = rng.random()
+            if sharded and x < 0.75:
+                it = rng.choice(sharded)
+                a = it['alias']
+                keys = it['scheme_keys'] if 'scheme_keys' in it else it['table']['scheme']['keys']
+                if rng.random() < 0.85:
+                    p = [k['tmpl'].format(a=a) for k in keys]
+                else:
+                    p = [k['tmpl'].format(a=a) for k in keys[:1]]
+                if any(k['expr'] for k in keys) and rng.random() < 0.3:
+                    p = ['%s.%s' % (a, c) for k in keys for c in k['cols']]
+                if rng.random() < 0.3:
+                    o = rng.choice(visible)
+                    p.append('%s.%s' % (o['alias'], rng.choice(COLS)) if not o['table'].get('dim')
+                             else '%s.id' % o['alias'])
+                return p
+            if x < 0.9:
+                o = rng.choice(visible)
+                return ['%s.%s' % (o['alias'], rng.choice(['v', 'k2', 's'])) if not o['table'].get('dim')
+                        else '%s.code' % o['alias']]
+            return []
+        tot = self.total_order(visible)
+        nwin = rng.choice([1, 1, 1, 2, 2, 3])
+        named = {}
+        for i in range(nwin):
+            a = rng.choice(sharded)['alias'] if sharded else None
+            part = partition()
+            pc = ('PARTITION BY ' + ', '.join(part)) if part else ''
+            kind = rng.random()
+            if kind < 0.35 or not a:
+                # order-dependent: a total order
+                order = tot[:]
+                if rng.random() < 0.5 and a:
+                    order.insert(0, '%s.%s' % (a, rng.choice(['v', 'd', 'n'])) + rng.choice(['', ' DESC', ' NULLS FIRST']))
+                spec = (pc + ' ORDER BY ' + ', '.join(order)).strip()
+                fn = rng.choice(['row_number()', 'rank()', 'ntile(%d)' % rng.randint(1, 4),
+                                 'lag(%s.v)' % a if a else 'row_number()',
+                                 rng.choice(['lag(%s.v, %d, -1)', 'lag(%s.k, %d)']) % (a, rng.randint(1, 3)) if a else 'count(*)',
+                                 'lead(%s.s, %d)' % (a, rng.randint(1, 2)) if a else 'rank()',
+                                 'first_value(%s.v)' % a if a else 'rank()',
+                                 'last_value(%s.r)' % a if a else 'rank()',
+                                 'nth_value(%s.v, %d)' % (a, rng.randint(1, 3)) if a else 'rank()',
+                                 'sum(%s.v)' % a if a else 'count(*)', 'count(*)'])
+                if rng.random() < 0.4:
+                    spec += ' ' + rng.choice(['ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING',
+                                              'ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW',
+                                              'ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING',
+                                              'ROWS 2 PRECEDING', 'ROWS BETWEEN 2 PRECEDING AND 1 PRECEDING',
+                                              'ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING '
+                                              'EXCLUDE CURRENT ROW'])
+            elif kind < 0.65:
+                # deterministic with ties: ranks over a partial order
+                o = rng.choice(visible)
+                col = '%s.%s' % (o['alias'], rng.choice(['v', 'd', 'k2', 'r COLLATE "C"'])) \
+                    if not o['table'].get('dim') else '%s.id' % o['alias']
+                spec = (pc + ' ORDER BY ' + col + rng.choice(['', ' DESC', ' DESC NULLS LAST'])).strip()
+                fn = rng.choice(['rank()', 'dense_rank()', 'percent_rank()', 'cume_dist()',
+                                 'count(*)', 'sum(%s.v)' % a, 'max(%s.d)' % a, 'avg(%s.n)' % a])
+            else:
+                # aggregates over RANGE / GROUPS frames (ties are peers)
+                m = rng.random()
+                if m < 0.5:
+                    col, off = '%s.v' % a, str(rng.randint(0, 10))
+                elif m < 0.75:
+                    col, off = '%s.d' % a, "interval '%d days'" % rng.randint(0, 20)
+                else:
+                    col, off = '%s.n' % a, '%d.5' % rng.randint(0, 20)
+                mode = rng.choice(['RANGE', 'RANGE', 'GROUPS'])
+                if mode == 'GROUPS':
+                    off = str(rng.randint(0, 3))
+                fr = rng.choice(['BETWEEN %s PRECEDING AND %s FOLLOWING' % (off, off),
+                                 'BETWEEN UNBOUNDED PRECEDING AND %s FOLLOWING' % off,
+                                 '%s PRECEDING' % off, 'BETWEEN CURRENT ROW AND %s FOLLOWING' % off,
+                                 'BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW'])
+                ex = rng.choice(['', '', '', ' EXCLUDE CURRENT ROW', ' EXCLUDE TIES', ' EXCLUDE GROUP',
+                                 ' EXCLUDE NO OTHERS'])
+                spec = ('%s ORDER BY %s%s %s %s%s' % (pc, col, rng.choice(['', ' DESC']), mode, fr, ex)).strip()
+                fn = rng.choice(['sum(%s.v)' % a, 'count(*)', 'count(%s.k)' % a, 'min(%s.r COLLATE "C")' % a,
+                                 'max(%s.n)' % a, 'avg(%s.v)' % a, 'sum(%s.n)' % a])
+            if fn.startswith(('sum', 'count', 'min', 'max', 'avg')) and rng.random() < 0.2:
+                fn += ' FILTER (WHERE %s.v > %d)' % (a, rng.randint(10, 80))
+            if rng.random() < 0.1:
+                spec = ''       # over everything
+                fn = rng.choice(['count(*)', 'sum(%s.v)' % a if a else 'count(*)'])
+            wn = 'w%d' % (len(q.wsel) + 1)
+            r = rng.random()
+            if r < 0.25:
+                name = 'win%d' % (len(q.windows) + 1)
+                q.windows.append((name, spec))
+                call = '%s OVER %s' % (fn, name)
+            elif r < 0.35 and part and ' ORDER BY ' in ' ' + spec and 'PRECEDING' not in spec \
+                    and 'FOLLOWING' not in spec and 'ROWS' not in spec:
+                name = 'win%d' % (len(q.windows) + 1)
+                q.windows.append((name, pc))
+                call = '%s OVER (%s %s)' % (fn, name, spec[len(pc):].strip())
+            else:
+                call = '%s OVER (%s)' % (fn, spec)
+            q.wsel.append((wn, call))
+            if nwin > 1 and rng.random() < 0.2 and q.windows:
+                # the same window twice
+                q.wsel.append(('w%d' % (len(q.wsel) + 1), 'count(*) OVER %s' % q.windows[-1][0]))
+        if rng.random() < 0.35:
+            cands = [w for w, c in q.wsel if re.match(r'(row_number|rank|dense_rank|count\(\*\)) OVER', c)]
+            if cands:
+                q.wfilter.append('%s %s %d' % (rng.choice(cands), rng.choice(['<=', '<', '=']), rng.randint(1, 3)))
+            if rng.random() < 0.3 and q.select:
+                q.wfilter.append('c1 IS NOT NULL')
+
     def scrub_anti(self, q):
         """without anti-cols: no column of an anti-joined side (a nullable
         side whose column must be NULL) is used anywhere but in that test"""
@@ -1369,11 +1524,27 @@ class QGen:
             q.group = [c for c in q.group if not r.search(c)]
             q.aggs = [c for c in q.aggs if not r.search(c)]
             q.having = [c for c in q.having if not r.search(c)]
+            prune_windows(q, r)
             scrubbed.add(a)
         if not q.agg and not q.select:
             q.select = [first_col([x for x in q.items if x['alias'] not in scrubbed][0])]
         if q.agg and not q.aggs and not q.group:
             q.aggs = ['count(*)']
+
+
+def prune_windows(q, r):
+    """drop the window calls (and the windows, filters) that match r"""
+    q.windows = [(n, sp) for n, sp in q.windows if not r.search(sp)]
+    names = set(n for n, _ in q.windows)
+    keep = []
+    for w, c in q.wsel:
+        m = re.search(r'OVER \(?(win\d+)\b', c)
+        if r.search(c) or (m and m.group(1) not in names):
+            continue
+        keep.append((w, c))
+    q.wsel = keep
+    have = set(w for w, _ in q.wsel)
+    q.wfilter = [f for f in q.wfilter if f.split()[0] in have or f.startswith('c')]
 
 
 def first_col(it):
@@ -1389,6 +1560,10 @@ def render(q, prepared=True):
     else:
         outs = list(q.select) or ['1']
     sel = ', '.join('%s AS c%d' % (e, i + 1) for i, e in enumerate(outs))
+    if q.wsel and not q.agg:
+        if not q.select:
+            sel = ''
+        sel = ', '.join(([sel] if sel else []) + ['%s AS %s' % (c, w) for w, c in q.wsel])
     fr = '%s %s' % (q.items[0]['table']['name'], q.items[0]['alias'])
     for n, it in enumerate(q.items[1:]):
         t = '%s %s' % (it['table']['name'], it['alias'])
@@ -1409,6 +1584,13 @@ def render(q, prepared=True):
         sql += ' GROUP BY ' + ', '.join(q.group)
     if q.agg and q.having:
         sql += ' HAVING ' + ' AND '.join(q.having)
+    if q.wsel and not q.agg:
+        used = [(n, sp) for n, sp in q.windows if any(re.search(r'OVER \(?%s\b' % n, c) for _, c in q.wsel)]
+        if used:
+            sql += ' WINDOW ' + ', '.join('%s AS (%s)' % u for u in used)
+        filt = [f for f in q.wfilter if not f.startswith('c') or q.select]
+        if filt:
+            sql = 'SELECT * FROM (%s) sub WHERE %s' % (sql, ' AND '.join(filt))
     if q.order or q.limit is not None:
         sql += ' ORDER BY ' + ', '.join(str(i + 1) for i in range(len(outs)))
     if q.limit is not None:
@@ -1749,6 +1931,7 @@ def drop_alias(q, a):
     q.group = [c for c in q.group if not r.search(c)]
     q.aggs = [c for c in q.aggs if not r.search(c)]
     q.having = [c for c in q.having if not r.search(c)]
+    prune_windows(q, r)
     if not q.agg and not q.select:
         q.select = [first_col(q.items[0])]
     if q.agg and not q.aggs and not q.group:
@@ -1785,6 +1968,11 @@ def candidates(q):
         v(lambda c: setattr(c, 'order', False) or c)
     if q.distinct:
         v(lambda c: setattr(c, 'distinct', False) or c)
+    for i in range(len(q.wfilter)):
+        v(lambda c, i=i: c.wfilter.pop(i) and c)
+    if len(q.wsel) + len(q.select) > 1:
+        for i in range(len(q.wsel)):
+            v(lambda c, i=i: c.wsel.pop(i) and c)
     for i in range(len(q.where)):
         v(lambda c, i=i: c.where.pop(i) and c)
     for j, it in enumerate(q.items):
@@ -1858,6 +2046,8 @@ def main():
                     help='failures of one class (error message, or mismatch) reduced per world')
     ap.add_argument('--dimension-share', type=float, default=0.25,
                     help='share of the queries that join dimension tables (default 0.25)')
+    ap.add_argument('--window-share', type=float, default=0.15,
+                    help='share of the queries that select window functions (default 0.15)')
     ap.add_argument('--keep', action='store_true', help='leave the tables in place at the end')
     ap.add_argument('--show', action='store_true', help='print the world and the queries, run nothing')
     ap.add_argument('-v', '--verbose', action='store_true')
@@ -1898,6 +2088,7 @@ def main():
         rng = random.Random(wseed * 7 + 1)
         qg = QGen(w, rng, feats)
         qg.dim_share = args.dimension_share
+        qg.win_share = args.window_share
         queries = [qg.gen() for _ in range(n)]
         if args.show:
             for t in w.tables + w.dims:
