@@ -1,8 +1,11 @@
 --
 -- rescans: a ColocatedJoin scan that moves rows and is rescanned (the
 -- inner side of a Nested Loop) moves them once and reads them again on
--- every rescan; a scan stopped early (LIMIT, a rescan) leaves every remote
--- transaction and snapshot usable by what comes next in the transaction.
+-- every rescan; rescanned with the same parameters after a complete run,
+-- it replays that run's rows without asking the nodes again (the tasks run
+-- once, "Node ...: tasks=" counts them); a scan stopped early (LIMIT, a
+-- rescan) leaves every remote transaction and snapshot usable by what
+-- comes next in the transaction.
 --
 \set prefix cj_rs
 \i sql/include/three_nodes_begin.sql
@@ -63,6 +66,8 @@ BEGIN
 			RETURN NEXT regexp_replace(line, '.*(Custom Scan \(ColocatedJoin\)).*(loops=\d+).*', '\1 \2');
 		ELSIF line ~ '^\s*(Moves|Moves Run):' THEN
 			RETURN NEXT btrim(line);
+		ELSIF line ~ '^\s*Node \S+: tasks=' THEN
+			RETURN NEXT regexp_replace(line, '^\s*(Node \S+: tasks=\d+).*', '\1');
 		END IF;
 	END LOOP;
 END

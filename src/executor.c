@@ -31,6 +31,7 @@
 #include "tcop/utility.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/tuplestore.h"
 #include "utils/wait_event.h"
 
 #include "colojoin.h"
@@ -92,6 +93,12 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 	TupleDesc	desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	ListCell   *lc;
 	int			i;
+
+	/* a nested loop's inner side without parameters: rescans will come */
+	st->record = (eflags & EXEC_FLAG_REWIND) != 0 && cscan->custom_exprs == NIL;
+	if (st->record)
+		st->replay_slot = ExecAllocTableSlot(&estate->es_tupleTable, desc,
+											 &TTSOpsMinimalTuple);
 
 	st->strategy = strVal(list_nth(priv, CJ_PRIVATE_STRATEGY));
 	st->nclasses = intVal(list_nth(priv, CJ_PRIVATE_NCLASSES));
@@ -1188,8 +1195,28 @@ next_row(ScanState *ss)
 {
 	CjScanState *st = (CjScanState *) ss;
 
+	if (st->replaying)
+	{
+		/* the store holds minimal tuples; the scan slot is virtual */
+		if (tuplestore_gettupleslot(st->replay, true, false, st->replay_slot))
+			return ExecCopySlot(ss->ss_ScanTupleSlot, st->replay_slot);
+		return ExecClearTuple(ss->ss_ScanTupleSlot);
+	}
 	if (!st->started)
+	{
 		start_scan(st);
+		if (st->record)
+		{
+			MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
+
+			if (st->replay != NULL)
+				tuplestore_clear(st->replay);
+			else
+				st->replay = tuplestore_begin_heap(false, false, work_mem);
+			MemoryContextSwitchTo(old);
+			st->replay_complete = false;
+		}
+	}
 
 	for (;;)
 	{
@@ -1203,14 +1230,22 @@ next_row(ScanState *ss)
 
 			if (advance(st, w))
 			{
+				TupleTableSlot *slot;
+
 				st->current = idx;
-				return store_row(st, w);
+				slot = store_row(st, w);
+				if (st->record)
+					tuplestore_puttupleslot(st->replay, slot);
+				return slot;
 			}
 			if (w->task != NULL)
 				active = true;
 		}
 		if (!active)
+		{
+			st->replay_complete = st->record;
 			return ExecClearTuple(ss->ss_ScanTupleSlot);
+		}
 		wait_for_input(st);
 	}
 }
@@ -1311,6 +1346,18 @@ cj_rescan(CustomScanState *node)
 {
 	CjScanState *st = (CjScanState *) node;
 
+	/* the same parameters: the rows of the complete run are the answer */
+	if (st->replay_complete && node->ss.ps.chgParam == NULL)
+	{
+		if (st->started)
+			stop_workers(st);
+		st->started = false;
+		st->replaying = true;
+		tuplestore_rescan(st->replay);
+		return;
+	}
+	st->replaying = false;
+	st->replay_complete = false;
 	if (st->started)
 	{
 		int			i;

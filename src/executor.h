@@ -121,6 +121,18 @@ typedef struct CjScanState
 	/* execution */
 	bool		started;
 	bool		moves_ready;	/* the moves' tables are filled and kept */
+
+	/*
+	 * Rescans without new parameter values (the inner side of a nested
+	 * loop) replay the rows of the first complete run, as postgres_fdw does
+	 * with the rows it fetched: recorded only when the plan says rescans
+	 * will come (EXEC_FLAG_REWIND).
+	 */
+	bool		record;			/* this run's rows go into replay */
+	bool		replay_complete;	/* replay holds every row of a run */
+	bool		replaying;		/* rows come from replay */
+	struct Tuplestorestate *replay;
+	TupleTableSlot *replay_slot;	/* replay's rows are read into this */
 	uint32		exec_id;		/* this execution, for temporary table names */
 	int			nworkers;
 	CjWorker   *workers;
