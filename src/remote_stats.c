@@ -31,6 +31,7 @@
 #include "miscadmin.h"
 #include "optimizer/plancat.h"
 #include "storage/bufmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -79,7 +80,18 @@ tables_to_refresh(Oid relid)
 static void
 record_size(Oid leafrelid, double tuples, double pages)
 {
-	Relation	rel = relation_open(leafrelid, ShareUpdateExclusiveLock);
+	Relation	rel;
+
+	/* as ANALYZE: only the owner records statistics of a table */
+	if (!pg_class_ownercheck(leafrelid, GetUserId()))
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("skipping \"%s\" --- only its owner can refresh its statistics",
+						get_rel_name(leafrelid))));
+		return;
+	}
+	rel = relation_open(leafrelid, ShareUpdateExclusiveLock);
 
 	if (tuples < 0)
 	{
