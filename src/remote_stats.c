@@ -77,7 +77,7 @@ tables_to_refresh(Oid relid)
  *		estimated from the pages and the leaf's column widths, as the
  *		planner does for a plain table that was never analyzed.
  */
-static void
+static bool
 record_size(Oid leafrelid, double tuples, double pages)
 {
 	Relation	rel;
@@ -89,7 +89,7 @@ record_size(Oid leafrelid, double tuples, double pages)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("skipping \"%s\" --- only its owner can refresh its statistics",
 						get_rel_name(leafrelid))));
-		return;
+		return false;
 	}
 	rel = relation_open(leafrelid, ShareUpdateExclusiveLock);
 
@@ -105,6 +105,7 @@ record_size(Oid leafrelid, double tuples, double pages)
 						tuples, 0, false, InvalidTransactionId,
 						InvalidMultiXactId, NULL, NULL, false);
 	relation_close(rel, NoLock);
+	return true;
 }
 
 /*
@@ -215,8 +216,8 @@ colojoin_refresh_statistics(PG_FUNCTION_ARGS)
 			else if (pages_now > 0 || tuples < 0)
 				tuples = -1;
 			pages = pages_now;
-			record_size(list_nth_oid(leaves, idx), tuples, pages);
-			refreshed++;
+			if (record_size(list_nth_oid(leaves, idx), tuples, pages))
+				refreshed++;
 		}
 		PQclear(res);
 	}
