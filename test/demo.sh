@@ -118,7 +118,8 @@ SQL
 
 step "Where the shards are"
 psql_demo <<'SQL'
-SELECT * FROM colojoin.shards ORDER BY table_name::text, partition_class, is_replica, node;
+SELECT table_name, partition_key, leaf, partition_class, node, remote_relation, is_replica
+FROM colojoin.shards ORDER BY table_name::text, partition_class, is_replica, node;
 
 -- How many rows each node holds, asked through the coordinator.
 SELECT 'orders' AS table_name, tableoid::regclass AS partition, count(*)
