@@ -18,7 +18,6 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
-use Time::HiRes qw(usleep);
 use ColojoinTest;
 
 my $budget = 24;
@@ -139,11 +138,16 @@ ok( $node1->poll_query_until(
 		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'colojoin' "
 		  . "AND wait_event_type = 'Lock'"),
 	'joins wait for the lock on n1');
+# Samples go through one open session per node, so that each is a single
+# round trip: its answer paces the sampling loop.
+my $count_sql =
+  "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'";
+my @samplers = map { cj_session($_) } ($node1, $node2);
 my ($max1, $max2, $samples) = (0, 0, 0);
 sub sample
 {
-	my $n1 = colojoin_connections($node1);
-	my $n2 = colojoin_connections($node2);
+	my $n1 = $samplers[0]->query_safe($count_sql);
+	my $n2 = $samplers[1]->query_safe($count_sql);
 	$max1 = $n1 if $n1 > $max1;
 	$max2 = $n2 if $n2 > $max2;
 	$samples++;
@@ -161,10 +165,10 @@ $locker->quit;
 while ($h->pumpable)
 {
 	sample();
-	usleep(20_000);    # a sampling pace, not a wait for anything
 	$h->pump_nb;
 }
 $h->finish;
+$_->quit for @samplers;
 note("most colojoin connections seen: n1 $max1, n2 $max2, in $samples samples");
 is($h->result(0), 0, 'pgbench of 48 clients succeeded') or diag($err);
 like($out, qr{processed: 480/480}, 'every transaction ran');
@@ -292,17 +296,25 @@ wait_colojoin_connections($node1, 4, 'a session after a fan-out join');
 $s4->query_safe("SET colojoin.idle_connection_timeout = '200ms'");
 
 # Transactions of the session close what has been idle for long enough;
-# it keeps one connection per server.
-my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
-my $left;
-while (time() < $deadline)
+# it keeps one connection per server.  A node's backend turns idle after the
+# coordinator last handed its connection out, so once every one of them has
+# been idle on its node for longer than the timeout, the next transaction
+# must close all but the first.
+for my $node (@nodes)
 {
-	$s4->query_safe('SELECT 1');
-	$left = colojoin_connections($node1) . ' ' . colojoin_connections($node2);
-	last if $left eq '1 1';
-	usleep(100_000);
+	ok( $node->poll_query_until(
+			'postgres',
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin' "
+			  . "AND state = 'idle' AND state_change < clock_timestamp() - interval '200ms'",
+			'4'),
+		$node->name . ': the fan-out connections idle for longer than the timeout');
 }
-is($left, '1 1', 'idle connections beyond the first closed after the timeout');
+$s4->query_safe('SELECT 1');
+for my $node (@nodes)
+{
+	wait_colojoin_connections($node, 1,
+		'idle connections beyond the first closed after the timeout');
+}
 is($s4->query_safe($point), $expected_point, 'the point lookup still works');
 $s4->quit;
 
