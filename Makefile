@@ -9,6 +9,7 @@ MODULE_big = colojoin
 OBJS = \
 	src/colojoin.o \
 	src/options.o \
+	src/catalog_query.o \
 	src/metadata.o \
 	src/colocation.o \
 	src/shard_views.o \

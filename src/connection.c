@@ -2563,12 +2563,7 @@ cj_copy_rows(CjConnection *src, const char *copy_out_sql,
 
 		expect_copy_start(src, PGRES_COPY_OUT, copy_out_sql, context);
 
-		if (!PQsendQuery(dst->conn, copy_in_sql))
-			report_error(ERROR, dst, NULL, false, context, copy_in_sql);
-		begin_flight(dst);
-		expect_copy_start(dst, PGRES_COPY_IN, copy_in_sql, context);
-		if (PQsetnonblocking(dst->conn, 1) != 0)
-			report_connection_lost(dst, context);
+		cj_copy_in_start(dst, copy_in_sql, context);
 
 		wes = CreateWaitEventSet(CurrentMemoryContext, 4);
 		AddWaitEventToSet(wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);

@@ -36,6 +36,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "catalog_query.h"
 #include "colojoin.h"
 #include "connection.h"
 #include "metadata.h"
@@ -46,27 +47,9 @@ PG_FUNCTION_INFO_V1(colojoin_refresh_statistics);
 static List *
 tables_to_refresh(Oid relid)
 {
-	List	   *result = NIL;
-	uint64		i;
-
 	if (OidIsValid(relid))
 		return list_make1_oid(relid);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT oid FROM pg_catalog.pg_class WHERE relkind = 'p' AND NOT relispartition",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list partitioned tables");
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-		MemoryContext old = MemoryContextSwitchTo(CurTransactionContext);
-
-		result = lappend_oid(result, DatumGetObjectId(d));
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
-	return result;
+	return cj_top_level_partitioned_tables();
 }
 
 /*

@@ -32,6 +32,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
+#include "catalog_query.h"
 #include "colojoin.h"
 #include "connection.h"
 #include "metadata.h"
@@ -248,7 +249,6 @@ colojoin_drop_shards(PG_FUNCTION_ARGS)
 	int			dropped;
 	List	   *leaves = NIL;
 	ListCell   *lc;
-	uint64		i;
 
 	if (!OidIsValid(origins_relid()))
 		ereport(ERROR,
@@ -264,23 +264,16 @@ colojoin_drop_shards(PG_FUNCTION_ARGS)
 
 	/* the recorded leaves below parent */
 	values[0] = ObjectIdGetDatum(parent);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (record_exec("SELECT DISTINCT o.leaf::pg_catalog.oid FROM colojoin.shard_origins o "
-					"JOIN pg_catalog.pg_partition_tree($1::pg_catalog.regclass) t ON t.relid = o.leaf "
-					"WHERE t.isleaf",
-					1, argtypes, values, true) != SPI_OK_SELECT)
-		elog(ERROR, "could not read colojoin.shard_origins");
-	for (i = 0; i < SPI_processed; i++)
 	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-		MemoryContext old = MemoryContextSwitchTo(CurTransactionContext);
+		CjSavedUser saved;
 
-		leaves = lappend_oid(leaves, DatumGetObjectId(d));
-		MemoryContextSwitchTo(old);
+		become_record_owner(&saved);
+		leaves = cj_query_oids("SELECT DISTINCT o.leaf::pg_catalog.oid FROM colojoin.shard_origins o "
+							   "JOIN pg_catalog.pg_partition_tree($1::pg_catalog.regclass) t ON t.relid = o.leaf "
+							   "WHERE t.isleaf",
+							   1, argtypes, values);
+		become_user_again(&saved);
 	}
-	SPI_finish();
 
 	dropped = drop_recorded("o.leaf::pg_catalog.oid IN (SELECT relid FROM pg_catalog.pg_partition_tree($1::pg_catalog.regclass))",
 							1, argtypes, values);

@@ -26,6 +26,7 @@
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
+#include "catalog_query.h"
 #include "colojoin.h"
 #include "colocation.h"
 #include "connection.h"
@@ -60,40 +61,6 @@ table_is_sharded(CjTable *t)
 				return true;
 		}
 	return false;
-}
-
-/*
- * The top-level partitioned tables of the database, ordered by schema and
- * name so that the view reads the same in every session.  Temporary tables
- * are left out: their partitions cannot be foreign tables.
- */
-static List *
-top_level_partitioned_tables(void)
-{
-	List	   *result = NIL;
-	MemoryContext cxt = CurrentMemoryContext;
-	uint64		i;
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute("SELECT c.oid FROM pg_catalog.pg_class c"
-					" JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-					" WHERE c.relkind = 'p' AND NOT c.relispartition"
-					" AND c.relpersistence <> 't'"
-					" ORDER BY n.nspname, c.relname", true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list partitioned tables");
-	for (i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-									  1, &isnull);
-		MemoryContext old = MemoryContextSwitchTo(cxt);
-
-		result = lappend_oid(result, DatumGetObjectId(d));
-		MemoryContextSwitchTo(old);
-	}
-	SPI_finish();
-	return result;
 }
 
 /* "HASH ((k % 1000))", "LIST (lower(region))": the key as psql \d+ shows it */
@@ -171,7 +138,7 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 	if (!colojoin_is_active())
 		PG_RETURN_VOID();
 
-	tables = top_level_partitioned_tables();
+	tables = cj_top_level_partitioned_tables();
 	foreach(lc, tables)
 	{
 		CjTable    *t = cj_get_table(lfirst_oid(lc));

@@ -13,9 +13,12 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use Test::More ();
 
 our @EXPORT =
-  qw(cj_new_node cj_new_cluster cj_explain cj_query cj_session cj_lock_tables);
+  qw(cj_new_node cj_new_cluster cj_explain cj_query cj_session cj_lock_tables
+  cj_pair_tables cj_colojoin_connections cj_wait_colojoin_connections
+  cj_connection_sampler);
 
 # Settings every test server gets: small, fast, and UTF8 whatever the locale.
 my $common_conf = <<'CONF';
@@ -161,6 +164,98 @@ sub cj_lock_tables
 		  . join(', ', @tables)
 		  . ' IN ACCESS EXCLUSIVE MODE');
 	return $locker;
+}
+
+=pod
+
+=head1 cj_pair_tables($coord)
+
+On a cluster of nodes n1 and n2: a and b, 8 hash classes, 4 on each node,
+b colocated with a (int against bigint keys), and la and lb, plain local
+tables holding the same rows (NULL keys included) as the reference.
+
+=cut
+
+sub cj_pair_tables
+{
+	my ($coord) = @_;
+	$coord->safe_psql(
+		'postgres', q{
+CREATE TABLE a (k int, v int) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('a', ARRAY['n1', 'n2'], 8);
+CREATE TABLE b (k bigint, w int) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('b', ARRAY['n1', 'n2'], colocate_with => 'a');
+CREATE TABLE la (k int, v int);
+CREATE TABLE lb (k bigint, w int);
+INSERT INTO la SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 500 END, g FROM generate_series(1, 1500) g;
+INSERT INTO lb SELECT CASE WHEN g % 89 = 0 THEN NULL ELSE (g * 7) % 600 END, g FROM generate_series(1, 2000) g;
+INSERT INTO a SELECT * FROM la;
+INSERT INTO b SELECT * FROM lb;
+ANALYZE a, b, la, lb;
+});
+	return;
+}
+
+=pod
+
+=head1 cj_colojoin_connections($node)
+
+How many connections colojoin's sessions hold to $node now.
+
+=head1 cj_wait_colojoin_connections($node, $expected, $what)
+
+A test that waits until colojoin holds $expected connections to $node
+(a closed connection's backend leaves a moment after the close).
+
+=cut
+
+my $colojoin_connections_sql =
+  "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'";
+
+sub cj_colojoin_connections
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres', $colojoin_connections_sql);
+}
+
+sub cj_wait_colojoin_connections
+{
+	my ($node, $expected, $what) = @_;
+	return Test::More::ok(
+		$node->poll_query_until('postgres', $colojoin_connections_sql, $expected),
+		"$what: $expected colojoin connection(s) on " . $node->name)
+	  || Test::More::diag('found ' . cj_colojoin_connections($node));
+}
+
+=pod
+
+=head1 cj_connection_sampler(@nodes)
+
+Watches colojoin's connections to @nodes through one open session per node,
+so that a sample is one round trip per node and its answers pace a
+sampling loop.  $sampler->{sample}->() takes a sample and returns the
+counts, in the order of @nodes; $sampler->{max} holds the most seen per
+node, $sampler->{samples} how many samples were taken;
+$sampler->{quit}->() closes the sessions.
+
+=cut
+
+sub cj_connection_sampler
+{
+	my (@nodes) = @_;
+	my @sessions = map { cj_session($_) } @nodes;
+	my $sampler = { max => [ map { 0 } @nodes ], samples => 0 };
+	$sampler->{sample} = sub {
+		my @counts = map { $_->query_safe($colojoin_connections_sql) } @sessions;
+		for my $i (0 .. $#counts)
+		{
+			$sampler->{max}[$i] = $counts[$i] if $counts[$i] > $sampler->{max}[$i];
+		}
+		$sampler->{samples}++;
+		return @counts;
+	};
+	$sampler->{quit} = sub { $_->quit for @sessions; };
+	return $sampler;
 }
 
 1;

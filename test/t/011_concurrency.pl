@@ -19,20 +19,7 @@ my $coord = $c->{coordinator};
 my ($node1, $node2) = @{ $c->{nodes} };
 
 # a and b: 8 classes, 4 on each node; la and lb: the same rows, local
-$coord->safe_psql(
-	'postgres', q{
-CREATE TABLE a (k int, v int) PARTITION BY HASH (k);
-SELECT colojoin.create_shards('a', ARRAY['n1', 'n2'], 8);
-CREATE TABLE b (k bigint, w int) PARTITION BY HASH (k);
-SELECT colojoin.create_shards('b', ARRAY['n1', 'n2'], colocate_with => 'a');
-CREATE TABLE la (k int, v int);
-CREATE TABLE lb (k bigint, w int);
-INSERT INTO la SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 500 END, g FROM generate_series(1, 1500) g;
-INSERT INTO lb SELECT CASE WHEN g % 89 = 0 THEN NULL ELSE (g * 7) % 600 END, g FROM generate_series(1, 2000) g;
-INSERT INTO a SELECT * FROM la;
-INSERT INTO b SELECT * FROM lb;
-ANALYZE a, b, la, lb;
-});
+cj_pair_tables($coord);
 
 my $point = 'SELECT count(*), coalesce(sum(b.w), 0) FROM a JOIN b ON a.k = b.k WHERE a.k = 7';
 my $whole = 'SELECT count(*), coalesce(sum(b.w), 0) FROM a LEFT JOIN b ON a.k = b.k AND b.w > 100';
@@ -135,26 +122,10 @@ $coord->safe_psql('postgres',
 
 # --- connections per session ----------------------------------------------
 
-# colojoin's connections to a node: as many as its sessions hold
-sub colojoin_connections
-{
-	my ($node) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'");
-}
-
 sub wait_connections
 {
 	my ($expected, $what) = @_;
-	for my $node ($node1, $node2)
-	{
-		ok( $node->poll_query_until(
-				'postgres',
-				"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'",
-				$expected),
-			"$what: $expected colojoin connection(s) on " . $node->name)
-		  or diag('found ' . colojoin_connections($node));
-	}
+	cj_wait_colojoin_connections($_, $expected, $what) for ($node1, $node2);
 }
 
 my $expected_whole = $coord->safe_psql('postgres',
@@ -195,21 +166,8 @@ my $h = IPC::Run::start(
 	],
 	'>', \$out, '2>', \$err,
 	IPC::Run::timeout($PostgreSQL::Test::Utils::timeout_default));
-# Samples go through one open session per node, so that each is a single
-# round trip: its answer paces the sampling loop.
-my $count_sql =
-  "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'";
-my @samplers = map { cj_session($_) } ($node1, $node2);
-my ($max1, $max2, $samples) = (0, 0, 0);
-sub sample
-{
-	my $n1 = $samplers[0]->query_safe($count_sql);
-	my $n2 = $samplers[1]->query_safe($count_sql);
-	$max1 = $n1 if $n1 > $max1;
-	$max2 = $n2 if $n2 > $max2;
-	$samples++;
-	return $n1;
-}
+my $sampler = cj_connection_sampler($node1, $node2);
+sub sample { return ($sampler->{sample}->())[0]; }
 ok( $node1->poll_query_until(
 		'postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin' "
@@ -227,7 +185,8 @@ while ($h->pumpable)
 	$h->pump_nb;
 }
 $h->finish;
-$_->quit for @samplers;
+$sampler->{quit}->();
+my ($max1, $max2, $samples) = (@{ $sampler->{max} }, $sampler->{samples});
 note("most colojoin connections seen: n1 $max1, n2 $max2, in $samples samples");
 is($h->result(0), 0, 'pgbench of 5 clients succeeded') or diag($err);
 like($out, qr{processed: 400/400}, 'every transaction ran');

@@ -33,20 +33,7 @@ my @nodes = @{ $c->{nodes} };
 my ($node1, $node2) = @nodes;
 
 # a and b: 8 classes, 4 on each node; la and lb: the same rows, local
-$coord->safe_psql(
-	'postgres', q{
-CREATE TABLE a (k int, v int) PARTITION BY HASH (k);
-SELECT colojoin.create_shards('a', ARRAY['n1', 'n2'], 8);
-CREATE TABLE b (k bigint, w int) PARTITION BY HASH (k);
-SELECT colojoin.create_shards('b', ARRAY['n1', 'n2'], colocate_with => 'a');
-CREATE TABLE la (k int, v int);
-CREATE TABLE lb (k bigint, w int);
-INSERT INTO la SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g % 500 END, g FROM generate_series(1, 1500) g;
-INSERT INTO lb SELECT CASE WHEN g % 89 = 0 THEN NULL ELSE (g * 7) % 600 END, g FROM generate_series(1, 2000) g;
-INSERT INTO a SELECT * FROM la;
-INSERT INTO b SELECT * FROM lb;
-ANALYZE a, b, la, lb;
-});
+cj_pair_tables($coord);
 
 my $fanout = 'SELECT count(*), coalesce(sum(b.w), 0) FROM a LEFT JOIN b ON a.k = b.k AND b.w > 100';
 my $fanout_local = 'SELECT count(*), coalesce(sum(lb.w), 0) FROM la LEFT JOIN lb ON la.k = lb.k AND lb.w > 100';
@@ -74,26 +61,9 @@ my $expected_point = $coord->safe_psql('postgres', $point_local);
 
 # colojoin's connections to a node, and all of its client connections
 # (colojoin's, and whatever else is connected) but the asking one
-sub colojoin_connections
-{
-	my ($node) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'");
-}
 my $all_clients =
   "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
   . "AND pid <> pg_backend_pid()";
-
-sub wait_colojoin_connections
-{
-	my ($node, $expected, $what) = @_;
-	ok( $node->poll_query_until(
-			'postgres',
-			"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'",
-			$expected),
-		"$what: $expected colojoin connection(s) on " . $node->name)
-	  or diag('found ' . colojoin_connections($node));
-}
 
 my @baseline = map { $_->safe_psql('postgres', $all_clients) } @nodes;
 
@@ -138,21 +108,8 @@ ok( $node1->poll_query_until(
 		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'colojoin' "
 		  . "AND wait_event_type = 'Lock'"),
 	'joins wait for the lock on n1');
-# Samples go through one open session per node, so that each is a single
-# round trip: its answer paces the sampling loop.
-my $count_sql =
-  "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'";
-my @samplers = map { cj_session($_) } ($node1, $node2);
-my ($max1, $max2, $samples) = (0, 0, 0);
-sub sample
-{
-	my $n1 = $samplers[0]->query_safe($count_sql);
-	my $n2 = $samplers[1]->query_safe($count_sql);
-	$max1 = $n1 if $n1 > $max1;
-	$max2 = $n2 if $n2 > $max2;
-	$samples++;
-	return $n1;
-}
+my $sampler = cj_connection_sampler($node1, $node2);
+sub sample { return ($sampler->{sample}->())[0]; }
 for (1 .. 5)
 {
 	is(sample(), $budget, "n1 while the lock holds the joins: exactly the budget");
@@ -168,7 +125,8 @@ while ($h->pumpable)
 	$h->pump_nb;
 }
 $h->finish;
-$_->quit for @samplers;
+$sampler->{quit}->();
+my ($max1, $max2, $samples) = (@{ $sampler->{max} }, $sampler->{samples});
 note("most colojoin connections seen: n1 $max1, n2 $max2, in $samples samples");
 is($h->result(0), 0, 'pgbench of 48 clients succeeded') or diag($err);
 like($out, qr{processed: 480/480}, 'every transaction ran');
@@ -204,8 +162,8 @@ ok($coord->poll_query_until('postgres', 'SHOW colojoin.node_connection_budget', 
 my $s1 = cj_session($coord);
 is($s1->query_safe($fanout), $expected_fanout,
 	'a budget of 2: the fan-out join is right on fewer connections');
-wait_colojoin_connections($node1, 2, 'one session, a budget of 2');
-wait_colojoin_connections($node2, 2, 'one session, a budget of 2');
+cj_wait_colojoin_connections($node1, 2, 'one session, a budget of 2');
+cj_wait_colojoin_connections($node2, 2, 'one session, a budget of 2');
 
 # s1 is idle and holds n1's whole budget: s2's first connection waits,
 # and gives up after colojoin.connection_wait_timeout with an error that
@@ -243,7 +201,7 @@ is($got, $expected_point, 'the point lookup is right');
 is($s2->{stderr}, '', 'and it had no error');
 # s1 closed its idle connections to n1 while s2 waited: one at least (s2
 # may have taken the first before s1 looked at the second)
-cmp_ok(colojoin_connections($node1), '<=', 2,
+cmp_ok(cj_colojoin_connections($node1), '<=', 2,
 	'n1 stays within the budget of 2');
 
 # s1 runs the fan-out again on one connection to n1 (s2 holds the other),
@@ -281,7 +239,7 @@ $s3->quit;
 eval { $s2->quit };
 for my $node (@nodes)
 {
-	wait_colojoin_connections($node, 0, 'the sessions are gone');
+	cj_wait_colojoin_connections($node, 0, 'the sessions are gone');
 }
 
 # --- idle connections beyond a server's first ------------------------------
@@ -292,7 +250,7 @@ ok($coord->poll_query_until('postgres', 'SHOW colojoin.node_connection_budget', 
 	"the budget is $budget again");
 my $s4 = cj_session($coord);
 is($s4->query_safe($fanout), $expected_fanout, 'the fan-out join, 4 connections per node');
-wait_colojoin_connections($node1, 4, 'a session after a fan-out join');
+cj_wait_colojoin_connections($node1, 4, 'a session after a fan-out join');
 $s4->query_safe("SET colojoin.idle_connection_timeout = '200ms'");
 
 # Transactions of the session close what has been idle for long enough;
@@ -312,7 +270,7 @@ for my $node (@nodes)
 $s4->query_safe('SELECT 1');
 for my $node (@nodes)
 {
-	wait_colojoin_connections($node, 1,
+	cj_wait_colojoin_connections($node, 1,
 		'idle connections beyond the first closed after the timeout');
 }
 is($s4->query_safe($point), $expected_point, 'the point lookup still works');

@@ -1,0 +1,72 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_query.c
+ *	  Reading lists of OIDs out of the local catalogs through SPI, for the
+ *	  SQL functions that walk every sharded table or every recorded leaf
+ *	  (the shards view, refresh_statistics, drop_shards).
+ *
+ *	  A leaf module: it runs the query it is given as the current user and
+ *	  knows nothing of what the OIDs mean.  Callers that must read as
+ *	  another role switch roles around the call.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "utils/memutils.h"
+
+#include "catalog_query.h"
+
+/*
+ * cj_query_oids
+ *		The first column of every row of sql, a read-only query whose first
+ *		column is an oid, as a list in the caller's memory context (SPI's
+ *		own is gone when it returns).  NULLs are skipped.
+ */
+List *
+cj_query_oids(const char *sql, int nargs, Oid *argtypes, Datum *values)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	List	   *result = NIL;
+	uint64		i;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, nargs, argtypes, values, NULL, true, 0) !=
+		SPI_OK_SELECT)
+		elog(ERROR, "could not run catalog query: %s", sql);
+	for (i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i],
+									  SPI_tuptable->tupdesc, 1, &isnull);
+		MemoryContext old;
+
+		if (isnull)
+			continue;
+		old = MemoryContextSwitchTo(cxt);
+		result = lappend_oid(result, DatumGetObjectId(d));
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * cj_top_level_partitioned_tables
+ *		Every partitioned table that is not itself a partition, in schema
+ *		and name order so that what is listed from them reads the same in
+ *		every session.  Temporary tables are left out: their partitions
+ *		cannot be foreign tables.
+ */
+List *
+cj_top_level_partitioned_tables(void)
+{
+	return cj_query_oids("SELECT c.oid FROM pg_catalog.pg_class c"
+						 " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+						 " WHERE c.relkind = 'p' AND NOT c.relispartition"
+						 " AND c.relpersistence <> 't'"
+						 " ORDER BY n.nspname, c.relname",
+						 0, NULL, NULL);
+}
