@@ -8,51 +8,7 @@
 \set prefix cj_win
 \i sql/include/three_nodes_begin.sql
 
-CREATE SCHEMA cj_win;
-CREATE SCHEMA cj_win_s;
-CREATE SCHEMA cj_win_l;
-SELECT dblink_connect('cj_win_n' || n,
-		format('host=127.0.0.1 port=%s dbname=colojoin_regress', p))
-FROM (VALUES (1, :'node1_port'), (2, :'node2_port'), (3, :'node3_port')) v(n, p);
-SELECT dblink_exec('cj_win_n' || n,
-		'DROP SCHEMA IF EXISTS cj_win_r CASCADE; CREATE SCHEMA cj_win_r')
-FROM generate_series(1, 3) n;
-
-CREATE FUNCTION cj_win.leaf(parent text, leaf text, bound text, node int, cols text)
-RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-	PERFORM dblink_exec('cj_win_n' || node, format('CREATE TABLE cj_win_r.%I (%s)', leaf, cols));
-	EXECUTE format('CREATE FOREIGN TABLE cj_win_s.%I PARTITION OF cj_win_s.%I %s '
-				   'SERVER %I OPTIONS (schema_name %L)',
-				   leaf, parent, bound, 'cj_win_n' || node, 'cj_win_r');
-END
-$$;
-
--- a: hash 8 on a bigint k; b: hash 8 on an int k, colocated with a;
--- lst, lst2: list on a text region, their regions on different nodes
-CREATE TABLE cj_win_s.a (k bigint, v int) PARTITION BY HASH (k);
-CREATE TABLE cj_win_s.b (k int, w int) PARTITION BY HASH (k);
-SELECT cj_win.leaf(t, t || r, format('FOR VALUES WITH (MODULUS 8, REMAINDER %s)', r), r % 3 + 1,
-				  CASE t WHEN 'a' THEN 'k bigint, v int' ELSE 'k int, w int' END)
-FROM (VALUES ('a'), ('b')) tabs(t), generate_series(0, 7) r;
-CREATE TABLE cj_win_s.lst (region text, x int) PARTITION BY LIST (region);
-CREATE TABLE cj_win_s.lst2 (region text, y int) PARTITION BY LIST (region);
-SELECT cj_win.leaf('lst', 'lst_' || reg, format('FOR VALUES IN (%L)', reg), n, 'region text, x int')
-FROM (VALUES ('eu', 1), ('us', 2), ('asia', 3)) v(reg, n);
-SELECT cj_win.leaf('lst2', 'lst2_' || reg, format('FOR VALUES IN (%L)', reg), n, 'region text, y int')
-FROM (VALUES ('eu', 2), ('us', 3), ('asia', 1)) v(reg, n);
-CREATE TABLE cj_win_l.a (k bigint, v int);
-CREATE TABLE cj_win_l.b (k int, w int);
-CREATE TABLE cj_win_l.lst (region text, x int);
-CREATE TABLE cj_win_l.lst2 (region text, y int);
-INSERT INTO cj_win_l.a SELECT CASE WHEN g % 23 = 0 THEN NULL ELSE g % 120 END, g FROM generate_series(1, 300) g;
-INSERT INTO cj_win_l.b SELECT CASE WHEN g % 19 = 0 THEN NULL ELSE (g * 3) % 150 END, g FROM generate_series(1, 300) g;
-INSERT INTO cj_win_l.lst SELECT (ARRAY['eu', 'us', 'asia'])[g % 3 + 1], g FROM generate_series(1, 30) g;
-INSERT INTO cj_win_l.lst2 SELECT (ARRAY['eu', 'us'])[g % 2 + 1], g FROM generate_series(1, 20) g;
-INSERT INTO cj_win_s.a SELECT * FROM cj_win_l.a;
-INSERT INTO cj_win_s.b SELECT * FROM cj_win_l.b;
-INSERT INTO cj_win_s.lst SELECT * FROM cj_win_l.lst;
-INSERT INTO cj_win_s.lst2 SELECT * FROM cj_win_l.lst2;
+\i sql/include/mixed_tables_begin.sql
 
 -- check(query): same rows from the sharded tables and the twins, how
 -- many, and whether colojoin ran (part of) it
@@ -125,10 +81,5 @@ DEALLOCATE ALL;
 RESET search_path;
 
 -- clean up
-SET client_min_messages = warning;
-DROP SCHEMA cj_win_s CASCADE;
-DROP SCHEMA cj_win_l CASCADE;
-DROP SCHEMA cj_win CASCADE;
-SELECT dblink_exec('cj_win_n' || n, 'DROP SCHEMA cj_win_r CASCADE') FROM generate_series(1, 3) n;
-SELECT dblink_disconnect('cj_win_n' || n) FROM generate_series(1, 3) n;
+\i sql/include/mixed_tables_end.sql
 \i sql/include/three_nodes_end.sql
