@@ -121,6 +121,23 @@ explain_hints(CjScanState *st, ExplainState *es)
 }
 
 /*
+ * What the text and the structured formats show alike after the moves:
+ * tasks run, failovers, rows moved, hints, and without VERBOSE the first
+ * task's SQL as an example (VERBOSE lists every task, each format its way).
+ */
+static void
+explain_run_summary(CjScanState *st, ExplainState *es)
+{
+	if (es->analyze && st->pruned_at_run_time)
+		ExplainPropertyInteger("Tasks Run", NULL, st->ntasks_run, es);
+	explain_failover(st, es);
+	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);
+	explain_hints(st, es);
+	if (!es->verbose && st->ntasks > 0)
+		ExplainPropertyText("Remote SQL", st->tasks[0].sql, es);
+}
+
+/*
  * The scan's properties as TEXT shows them: one line each, the partitions
  * and the tasks per node as one string, the per-node statistics of ANALYZE
  * as "Node ..." lines.  Existing plans' text must not change.
@@ -155,18 +172,8 @@ explain_text(CjScanState *st, List *nodes, ExplainState *es)
 		ExplainPropertyText("Moves", buf.data, es);
 		explain_move_totals(st, es);
 	}
-	if (es->analyze && st->pruned_at_run_time)
-		ExplainPropertyInteger("Tasks Run", NULL, st->ntasks_run, es);
-	explain_failover(st, es);
-	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);
-	explain_hints(st, es);
-
-	if (!es->verbose)
-	{
-		if (st->ntasks > 0)
-			ExplainPropertyText("Remote SQL", st->tasks[0].sql, es);
-	}
-	else
+	explain_run_summary(st, es);
+	if (es->verbose)
 	{
 		for (i = 0; i < st->ntasks; i++)
 		{
@@ -260,18 +267,8 @@ explain_structured(CjScanState *st, List *nodes, ExplainState *es)
 		list_free(labels);
 		explain_move_totals(st, es);
 	}
-	if (es->analyze && st->pruned_at_run_time)
-		ExplainPropertyInteger("Tasks Run", NULL, st->ntasks_run, es);
-	explain_failover(st, es);
-	ExplainPropertyInteger("Rows Moved", NULL, st->rows_moved, es);
-	explain_hints(st, es);
-
-	if (!es->verbose)
-	{
-		if (st->ntasks > 0)
-			ExplainPropertyText("Remote SQL", st->tasks[0].sql, es);
-	}
-	else
+	explain_run_summary(st, es);
+	if (es->verbose)
 	{
 		ExplainOpenGroup("Remote Tasks", "Remote Tasks", false, es);
 		for (i = 0; i < st->ntasks; i++)
