@@ -36,10 +36,16 @@ OBJS = \
 	src/combine.o \
 	src/ordering.o \
 	src/windows.o \
-	src/write_guard.o
+	src/write_guard.o \
+	src/twophase.o \
+	src/modify.o \
+	src/modify_exec.o \
+	src/insert_route.o \
+	src/copy_from.o \
+	src/read_after_write.o
 
 EXTENSION = colojoin
-DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql
+DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql colojoin--1.1--1.2.sql
 PGFILEDESC = "colojoin - colocated joins over postgres_fdw shards"
 
 # The suites need the multi-node cluster of test/cluster and colojoin preloaded,

@@ -22,6 +22,7 @@
 #include "utils/syscache.h"
 
 #include "colojoin.h"
+#include "modify.h"
 #include "conn_budget.h"
 #include "node_health.h"
 
@@ -197,4 +198,7 @@ _PG_init(void)
 	cj_aggregates_init();
 	cj_combine_init();
 	cj_write_guard_init();
+	cj_modify_init();
+	cj_read_after_write_init();
+	cj_copy_from_init();
 }

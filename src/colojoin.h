@@ -48,5 +48,7 @@ extern void cj_executor_init(void);
 extern void cj_aggregates_init(void);
 extern void cj_combine_init(void);
 extern void cj_write_guard_init(void);
+extern void cj_copy_from_init(void);
+extern void cj_read_after_write_init(void);
 
 #endif							/* COLOJOIN_H */

@@ -13,8 +13,14 @@
  *	  flight when a (sub)transaction aborts, node-to-node COPY through the
  *	  coordinator, and reporting remote errors with the node's name.
  *
- *	  Deliberately does not: decide what runs where (planner, executor) or
- *	  two-phase commit.  Subtransactions are handled cheaply: a read-only
+ *	  A transaction that changed data on several nodes through colojoin's
+ *	  write path (cj_conn_note_dml) commits with two-phase commit: PREPARE
+ *	  TRANSACTION everywhere in pre-commit, COMMIT PREPARED once the local
+ *	  commit is durable; twophase.c names the prepared transactions, keeps
+ *	  their commit records and resolves those left in doubt.
+ *
+ *	  Deliberately does not: decide what runs where (planner, executor).
+ *	  Subtransactions are handled cheaply: a read-only
  *	  remote transaction hit by a subtransaction abort is restarted at its
  *	  next use; only a connection holding durable changes (noted with
  *	  cj_conn_note_write) takes remote savepoints, so that an abort undoes
@@ -39,6 +45,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -47,6 +54,7 @@
 #include "conn_budget.h"
 #include "node_identity.h"
 #include "options.h"
+#include "twophase.h"
 #include "connection.h"
 
 /* how long abort processing waits for a node before closing the connection */
@@ -112,12 +120,29 @@ struct CjConnection
 	/* COMMIT of a read-only transaction sent, its answer not read yet */
 	bool		commit_pending;
 
+	/* colojoin's write path changed rows here (two-phase commit applies) */
+	bool		dml;
+	/* a move put temporary tables here (such a transaction cannot PREPARE) */
+	bool		used_temp;
+	/* prepared as gid in pre-commit; COMMIT PREPARED follows the local commit */
+	bool		prepared;
+	char		gid[200];
+	/* the node's max_prepared_transactions, -1 until asked */
+	int			max_prepared;
+
 	/* its share of the node's connection budget (conn_budget.c), 0: none */
 	int			budget_token;
 	TimestampTz last_used;		/* when get_connection last handed it out */
 };
 
 static HTAB *cj_connections = NULL;
+
+/*
+ * The connection slot of each (server, user) that colojoin's write path
+ * wrote through in this transaction (CjConnKey, TopTransactionContext):
+ * later reads and writes of that node use it alone, so they see the writes.
+ */
+static List *cj_write_slots = NIL;
 
 /* true once any connection was used in the current local transaction */
 static bool cj_xact_touched = false;
@@ -491,18 +516,34 @@ cj_conn_end_async(CjConnection *conn)
  *		returned when want_result (NULL for an empty string), else cleared.
  *		No PGresult leaks on any path.
  */
-static PGresult *
-exec_sql(CjConnection *c, const char *sql, const char *context,
-		 bool want_result)
+static void
+send_sql(CjConnection *c, const char *sql, const char *context)
 {
-	PGresult   *volatile last = NULL;
-	PGresult   *volatile failed = NULL;
-
 	if (conn_is_bad(c))
 		report_connection_lost(c, context);
 	if (!PQsendQuery(c->conn, sql))
 		report_error(ERROR, c, NULL, false, context, sql);
 	begin_flight(c);
+}
+
+static PGresult *collect_sql(CjConnection *c, const char *sql,
+							 const char *context, bool want_result);
+
+static PGresult *
+exec_sql(CjConnection *c, const char *sql, const char *context,
+		 bool want_result)
+{
+	send_sql(c, sql, context);
+	return collect_sql(c, sql, context, want_result);
+}
+
+/* the answer to sql, sent by send_sql: see exec_sql */
+static PGresult *
+collect_sql(CjConnection *c, const char *sql, const char *context,
+			bool want_result)
+{
+	PGresult   *volatile last = NULL;
+	PGresult   *volatile failed = NULL;
 
 	PG_TRY();
 	{
@@ -1218,6 +1259,10 @@ connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
 	}
 	PG_END_TRY();
 	cj_budget_rekey(&c->budget_token, c->key.serverid);
+	c->max_prepared = -1;
+
+	/* transactions left in doubt there are resolved at the next use */
+	cj_twophase_resolve_once(conn, c->key.serverid, NameStr(c->node_name));
 	return conn;
 }
 
@@ -1280,6 +1325,10 @@ reset_xact_state(CjConnection *c)
 	c->savepoints = NIL;
 	c->cursor_open = false;
 	c->owner = NULL;
+	c->dml = false;
+	c->used_temp = false;
+	c->prepared = false;
+	c->gid[0] = '\0';
 }
 
 static void
@@ -1398,6 +1447,13 @@ lazy_export(CjConnection *c)
 	}
 	if (found == NULL)
 		return NULL;
+	if (found->dml)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot open a second connection to node \"%s\" after this transaction wrote there",
+						NameStr(found->node_name)),
+				 errdetail("A transaction that wrote on several nodes commits with PREPARE TRANSACTION, which a transaction that exported its snapshot cannot do."),
+				 errhint("Commit the writes first, or run this query in a separate transaction.")));
 	if (found->in_flight && found->owner != NULL && settle_hook != NULL)
 		settle_hook(found->owner, found);
 	if (found->in_flight)
@@ -1829,6 +1885,156 @@ writer_cmp(const ListCell *a, const ListCell *b)
 }
 
 /*
+ * check_prepared_allowed
+ *		ERROR unless c's node can prepare transactions (its
+ *		max_prepared_transactions is above 0); asked once per connection.
+ */
+static void
+check_prepared_allowed(CjConnection *c)
+{
+	if (c->max_prepared < 0)
+	{
+		PGresult   *res = exec_sql(c, "SELECT pg_catalog.current_setting('max_prepared_transactions')",
+								   "two-phase commit check", true);
+
+		c->max_prepared = (res && PQntuples(res) == 1) ? atoi(PQgetvalue(res, 0, 0)) : 0;
+		PQclear(res);
+	}
+	if (c->max_prepared <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("node \"%s\" cannot take part in a transaction that writes on several nodes",
+						NameStr(c->node_name)),
+				 errdetail("Its max_prepared_transactions is 0; colojoin commits such transactions with two-phase commit."),
+				 errhint("Set max_prepared_transactions on the node (for example to max_connections) and restart it, or write to one node per transaction.")));
+}
+
+/*
+ * prepare_writers
+ *		Phase one of two-phase commit, in pre-commit: record the commit on
+ *		the coordinator (in the local transaction), then PREPARE
+ *		TRANSACTION on every node at once.  Any failure is an ERROR before
+ *		anything committed: the abort rolls back what was prepared.
+ */
+static void
+prepare_writers(List *writers)
+{
+	List	   *gids = NIL;
+	List	   *servers = NIL;
+	List	   *sqls = NIL;
+	ListCell   *lc;
+	ListCell   *ls;
+	ErrorData  *volatile first = NULL;
+	CjConnection *volatile first_conn = NULL;
+	MemoryContext ctx = CurrentMemoryContext;
+
+	foreach(lc, writers)
+	{
+		CjConnection *c = (CjConnection *) lfirst(lc);
+
+		if (c->exported || c->used_temp)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot commit atomically the changes on node \"%s\"",
+							NameStr(c->node_name)),
+					 errdetail("Its remote transaction %s, and such a transaction cannot be prepared for two-phase commit.",
+							   c->exported ? "exported its snapshot to other connections" :
+							   "held rows moved for a join in temporary tables"),
+					 errhint("Run the joins that move rows in a separate transaction from writes on several nodes.")));
+		check_prepared_allowed(c);
+		strlcpy(c->gid, cj_twophase_gid(c->key.serverid, c->key.userid,
+										c->key.slot), sizeof(c->gid));
+		gids = lappend(gids, c->gid);
+		servers = lappend_oid(servers, c->key.serverid);
+	}
+	cj_twophase_log(gids, servers);
+
+	foreach(lc, writers)
+	{
+		CjConnection *c = (CjConnection *) lfirst(lc);
+		char	   *sql = psprintf("PREPARE TRANSACTION '%s'", c->gid);
+
+		sqls = lappend(sqls, sql);
+		send_sql(c, sql, "two-phase commit");
+	}
+	forboth(lc, writers, ls, sqls)
+	{
+		CjConnection *c = (CjConnection *) lfirst(lc);
+
+		PG_TRY();
+		{
+			collect_sql(c, (char *) lfirst(ls), "two-phase commit", false);
+			c->prepared = true;
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(ctx);
+			if (first == NULL)
+			{
+				first = CopyErrorData();
+				first_conn = c;
+			}
+			FlushErrorState();
+			c->in_flight = false;
+		}
+		PG_END_TRY();
+	}
+	if (first != NULL)
+		ereport(ERROR,
+				(errcode(first->sqlerrcode),
+				 errmsg("could not prepare the remote transaction on node \"%s\": %s",
+						NameStr(first_conn->node_name), first->message),
+				 first->detail ? errdetail_internal("%s", first->detail) : 0,
+				 errhint("Nothing was committed on any node; the transaction is rolled back everywhere.")));
+}
+
+/*
+ * finish_prepared
+ *		Phase two, after the local commit (commit true) or abort: COMMIT or
+ *		ROLLBACK PREPARED every transaction prepared in this one.  Never
+ *		throws: a node that cannot be told keeps its prepared transaction,
+ *		which recovery resolves from the commit record.
+ */
+static void
+finish_prepared(CjConnection *c, bool commit)
+{
+	char	   *sql;
+	char	   *err = NULL;
+
+	if (c->gid[0] == '\0')
+		return;
+	sql = psprintf("%s PREPARED '%s'", commit ? "COMMIT" : "ROLLBACK", c->gid);
+	if (c->in_flight)
+		settle_connection(c, false);
+	if (c->conn != NULL &&
+		quiet_exec(c, sql, TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   CJ_CLEANUP_TIMEOUT_MS),
+				   &err))
+	{
+		if (commit)
+			cj_twophase_forget(c->gid);
+	}
+	else if (commit || c->prepared)
+	{
+		/* a rolled back PREPARE leaves nothing behind: no need to say so */
+		if (err == NULL || strstr(err, "does not exist") == NULL)
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not %s prepared transaction %s on node \"%s\"",
+							commit ? "commit" : "roll back", c->gid,
+							NameStr(c->node_name)),
+					 errdetail_internal("%s", err ? err : "connection lost"),
+					 errhint("It is resolved at the next connection to the node, or by colojoin.recover_prepared_transactions().")));
+		cj_twophase_recheck(c->key.serverid);
+		if (c->conn != NULL && (conn_is_bad(c) || c->in_flight))
+			close_connection(c);
+	}
+	pfree(sql);
+	c->prepared = false;
+	c->gid[0] = '\0';
+}
+
+/*
  * pre_commit
  *		Commit every remote transaction before the local one commits.  Read-
  *		only ones go first, all at once; those with durable changes follow
@@ -1938,6 +2144,17 @@ pre_commit(void)
 
 	/* transactions with changes: one by one, in node name order */
 	list_sort(writers, writer_cmp);
+	if (list_length(writers) > 1)
+	{
+		foreach(lc, writers)
+		{
+			if (((CjConnection *) lfirst(lc))->dml)
+			{
+				prepare_writers(writers);
+				return;
+			}
+		}
+	}
 	foreach(lc, writers)
 	{
 		MemoryContext ccxt = CurrentMemoryContext;
@@ -2046,7 +2263,9 @@ abort_all(void)
 	{
 		if (c->in_flight)
 			settle_connection(c, true);
-		if (c->committed)
+		if (c->gid[0] != '\0')
+			finish_prepared(c, false);
+		else if (c->committed)
 			run_undo(c, &failures);
 		else if (c->xact_open && c->conn != NULL)
 		{
@@ -2146,6 +2365,11 @@ cj_xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 			hash_seq_init(&scan, cj_connections);
 			while ((c = hash_seq_search(&scan)) != NULL)
+				finish_prepared(c, true);
+			if (cj_write_slots != NIL)
+				ResetPlanCache();
+			hash_seq_init(&scan, cj_connections);
+			while ((c = hash_seq_search(&scan)) != NULL)
 			{
 				/*
 				 * Everything committed in pre-commit (a read-only COMMIT may
@@ -2161,11 +2385,15 @@ cj_xact_callback(XactEvent event, void *arg)
 			}
 			cj_xact_touched = false;
 			cj_pending_close = false;
+			cj_write_slots = NIL;
 			cj_conn_close_idle();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
 			abort_all();
+			if (cj_write_slots != NIL)
+				ResetPlanCache();
+			cj_write_slots = NIL;
 			cj_xact_touched = false;
 			cj_pending_close = false;
 			cj_conn_close_idle();
@@ -2881,4 +3109,202 @@ cj_copy_in_finish(CjConnection *dst, const char *copy_in_sql, const char *contex
 	if (PQsetnonblocking(dst->conn, 0) != 0)
 		report_connection_lost(dst, context);
 	finish_copy(dst, copy_in_sql, context);
+}
+
+/* ----------------------------------------------------------------
+ *		colojoin's write path
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * cj_write_slot
+ *		See connection.h: the slot colojoin wrote through on (server, user)
+ *		in this transaction, or -1.
+ */
+int
+cj_write_slot(Oid serverid, Oid userid)
+{
+	ListCell   *lc;
+
+	foreach(lc, cj_write_slots)
+	{
+		CjConnKey  *k = (CjConnKey *) lfirst(lc);
+
+		if (k->serverid == serverid && k->userid == userid)
+			return k->slot;
+	}
+	return -1;
+}
+
+/*
+ * cj_get_write_connection
+ *		See connection.h.  The first write to a node in a transaction picks
+ *		a connection that can later PREPARE: not busy, not the one that
+ *		exported the node's snapshot, no temporary tables of moves.
+ */
+CjConnection *
+cj_get_write_connection(Oid serverid, Oid userid)
+{
+	int			slot = cj_write_slot(serverid, userid);
+	CjConnection *c;
+	char	   *begin_sql = NULL;
+
+	if (slot >= 0)
+	{
+		if (cj_connection_busy(serverid, userid, slot))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("cannot write on node \"%s\" while a scan of this transaction reads from it",
+							GetForeignServer(serverid)->servername),
+					 errdetail("This transaction's writes there go through one connection, which an open scan (a cursor, or the query calling this statement) is using.")));
+		return get_connection(serverid, userid, slot, NULL, false);
+	}
+	for (slot = 0;; slot++)
+	{
+		c = lookup_entry(serverid, userid, slot, false);
+		if (c == NULL)
+			break;
+		if (c->in_flight || c->owner != NULL)
+			continue;
+		if (c->xact_open && (c->exported || c->used_temp))
+			continue;
+		break;
+	}
+	c = get_connection(serverid, userid, slot, &begin_sql, false);
+	if (begin_sql != NULL)
+		exec_sql(c, begin_sql, "transaction start", false);
+
+	/* plans made before the first write would read around it */
+	if (cj_write_slots == NIL)
+		ResetPlanCache();
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+		CjConnKey  *k = palloc0(sizeof(CjConnKey));
+
+		k->serverid = serverid;
+		k->userid = userid;
+		k->slot = slot;
+		cj_write_slots = lappend(cj_write_slots, k);
+		MemoryContextSwitchTo(old);
+	}
+	return c;
+}
+
+/*
+ * cj_conn_note_dml
+ *		See connection.h: rows changed through conn, kept with the local
+ *		transaction (savepoints as for any durable change).
+ */
+void
+cj_conn_note_dml(CjConnection *conn)
+{
+	cj_conn_note_write(conn, NULL, NULL);
+	conn->dml = true;
+}
+
+void
+cj_conn_note_temp(CjConnection *conn)
+{
+	conn->used_temp = true;
+}
+
+/*
+ * cj_check_two_phase
+ *		See connection.h: before writing on the nodes of conns, make sure
+ *		that, if the transaction will then have written on more than one
+ *		node, each of them can prepare.
+ */
+void
+cj_check_two_phase(List *conns)
+{
+	List	   *nodes = NIL;
+	ListCell   *lc;
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+
+	foreach(lc, conns)
+		nodes = list_append_unique_ptr(nodes, lfirst(lc));
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (c->xact_open && c->write_max_level > 0)
+			nodes = list_append_unique_ptr(nodes, c);
+	}
+	if (list_length(nodes) > 1)
+	{
+		foreach(lc, nodes)
+			check_prepared_allowed((CjConnection *) lfirst(lc));
+	}
+	list_free(nodes);
+}
+
+/* send sql on conn without waiting (cj_conn_collect reads the answer) */
+void
+cj_conn_send(CjConnection *conn, const char *sql, const char *context)
+{
+	send_sql(conn, sql, context);
+}
+
+void
+cj_conn_send_params(CjConnection *conn, const char *sql, int nparams,
+					const char *const *values, const char *context)
+{
+	if (conn_is_bad(conn))
+		report_connection_lost(conn, context);
+	if (!PQsendQueryParams(conn->conn, sql, nparams, NULL, values, NULL,
+						   NULL, 0))
+		report_error(ERROR, conn, NULL, false, context, sql);
+	begin_flight(conn);
+}
+
+PGresult *
+cj_conn_collect(CjConnection *conn, const char *sql, const char *context)
+{
+	return collect_sql(conn, sql, context, true);
+}
+
+const char *
+cj_conn_node_name(CjConnection *conn)
+{
+	return NameStr(conn->node_name);
+}
+
+/*
+ * cj_conn_open_raw
+ *		See connection.h: an open connection of slot outside any remote
+ *		transaction, or NULL (why in *reason) when the node is unreachable.
+ */
+PGconn *
+cj_conn_open_raw(Oid serverid, Oid userid, int slot, char **reason)
+{
+	CjConnection *c;
+
+	if (!cj_conn_try_connect(serverid, userid, slot, reason))
+		return NULL;
+	c = lookup_entry(serverid, userid, slot, false);
+	if (c->xact_open || c->in_flight ||
+		PQtransactionStatus(c->conn) != PQTRANS_IDLE)
+	{
+		*reason = pstrdup("the connection is in use by a transaction");
+		return NULL;
+	}
+	return c->conn;
+}
+
+bool
+cj_has_user_mapping(Oid serverid, Oid userid)
+{
+	return SearchSysCacheExists2(USERMAPPINGUSERSERVER,
+								 ObjectIdGetDatum(userid),
+								 ObjectIdGetDatum(serverid)) ||
+		SearchSysCacheExists2(USERMAPPINGUSERSERVER,
+							  ObjectIdGetDatum(InvalidOid),
+							  ObjectIdGetDatum(serverid));
+}
+
+/* whether colojoin's write path changed rows on any node in this transaction */
+bool
+cj_xact_has_dml(void)
+{
+	return cj_write_slots != NIL;
 }

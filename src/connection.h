@@ -191,4 +191,44 @@ extern void cj_conn_await_input(CjConnection *conn, const char *context);
 extern void cj_conn_set_settle_hook(CjSettleHook hook);
 extern void cj_conn_set_cursor_open(CjConnection *conn, bool open);
 
+/*
+ * colojoin's write path (modify_exec.c, insert_route.c)
+ *
+ * cj_get_write_connection: the connection through which this transaction
+ * writes on (server, user): the first write picks one that can later
+ * PREPARE TRANSACTION, and every later write and read of the node in the
+ * transaction goes through it (cj_write_slot, -1 before any), so they see
+ * the writes.  ERROR when an open scan is using it.
+ * cj_conn_note_dml: rows were changed through it; a transaction that did
+ * so on more than one node commits with two-phase commit.
+ * cj_check_two_phase: before writing through conns, ERROR when the
+ * transaction would then have written on several nodes one of which
+ * cannot prepare transactions (max_prepared_transactions = 0).
+ * cj_conn_note_temp: a move created temporary tables through conn.
+ */
+extern CjConnection *cj_get_write_connection(Oid serverid, Oid userid);
+extern int	cj_write_slot(Oid serverid, Oid userid);
+extern void cj_conn_note_dml(CjConnection *conn);
+extern void cj_check_two_phase(List *conns);
+extern void cj_conn_note_temp(CjConnection *conn);
+extern bool cj_xact_has_dml(void);
+
+/* send without waiting; cj_conn_collect returns the last result (PQclear it) */
+extern void cj_conn_send(CjConnection *conn, const char *sql,
+						 const char *context);
+extern void cj_conn_send_params(CjConnection *conn, const char *sql,
+								int nparams, const char *const *values,
+								const char *context);
+extern PGresult *cj_conn_collect(CjConnection *conn, const char *sql,
+								 const char *context);
+extern const char *cj_conn_node_name(CjConnection *conn);
+
+/*
+ * cj_conn_open_raw: slot's connection, open and outside any remote
+ * transaction (for recovery's COMMIT PREPARED), or NULL with the reason.
+ */
+extern PGconn *cj_conn_open_raw(Oid serverid, Oid userid, int slot,
+								char **reason);
+extern bool cj_has_user_mapping(Oid serverid, Oid userid);
+
 #endif							/* COLOJOIN_CONNECTION_H */

@@ -36,6 +36,7 @@
 
 #include "colojoin.h"
 #include "connection.h"
+#include "metadata.h"
 #include "deparse.h"
 #include "executor.h"
 #include "local_source.h"
@@ -536,9 +537,17 @@ run_moves(CjScanState *st, Oid userid)
 		instr_time	start,
 					end;
 
+		if (cj_xact_has_dml())
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("colojoin cannot move rows for a join after this transaction wrote through colojoin"),
+					 errdetail("The plan was made before the writes; moving rows reads the nodes through connections that do not see them."),
+					 errhint("Run the query again: plans made after the writes do not move rows.")));
+
 		/* the tasks on dest will run on this same, first free, slot */
 		move->dest_slot = free_slot(move->dest, userid, 0);
 		dst = cj_get_connection(move->dest, userid, move->dest_slot);
+		cj_conn_note_temp(dst);
 		INSTR_TIME_SET_CURRENT(start);
 		cj_exec_command(dst, psprintf("%s; %s", execution_names(st, move->drop_sql),
 									  execution_names(st, move->create_sql)),
@@ -705,7 +714,10 @@ avoid_unreachable_nodes(CjScanState *st, Oid userid)
 				continue;		/* nowhere else to go: let it fail as before */
 			if (cj_node_failed_recently(node))
 				why = psprintf("node \"%s\" failed moments ago", name);
-			else if (!cj_conn_try_connect(node, userid, free_slot(node, userid, 0), &why))
+			else if (!cj_conn_try_connect(node, userid,
+										  cj_write_slot(node, userid) >= 0 ?
+										  cj_write_slot(node, userid) :
+										  free_slot(node, userid, 0), &why))
 				;
 			else
 			{
@@ -811,13 +823,28 @@ start_scan(CjScanState *st)
 								st->nmoves > 0 ? 1 : colojoin_max_connections_per_node);
 		int			slot = -1;
 		int			k;
+		int			wslot = cj_write_slot(lfirst_oid(ls), userid);
+
+		/* after this transaction wrote there, only the writing connection sees it */
+		if (wslot >= 0)
+		{
+			nconn = 1;
+			if (cj_connection_busy(lfirst_oid(ls), userid, wslot))
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_IN_USE),
+						 errmsg("cannot read node \"%s\" from a second connection after this transaction wrote there",
+								cj_node_name(lfirst_oid(ls))),
+						 errdetail("Only the connection that wrote sees the transaction's changes, and another scan of this statement is using it.")));
+		}
 
 		for (k = 0; k < nconn; k++)
 		{
 			CjWorker   *w = &st->workers[st->nworkers++];
 
 			/* tasks reading moved rows run where the moves put them */
-			if (k == 0 && move_slot(st, lfirst_oid(ls)) >= 0)
+			if (wslot >= 0)
+				slot = wslot;
+			else if (k == 0 && move_slot(st, lfirst_oid(ls)) >= 0)
 				slot = move_slot(st, lfirst_oid(ls));
 			else
 				slot = free_slot(lfirst_oid(ls), userid, slot + 1);

@@ -53,6 +53,8 @@
 #include "metadata.h"
 #include "node_health.h"
 #include "planner.h"
+#include "connection.h"
+#include "modify.h"
 #include "planner_internal.h"
 
 /* Join relations examined during one planner() call */
@@ -1342,6 +1344,12 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 						   pstrdup("a full join keeps the rows of both sides, so neither side may move"));
 		return NULL;
 	}
+	if (cj_xact_has_dml())
+	{
+		*reasons = lappend(*reasons,
+						   pstrdup("this transaction wrote through colojoin: rows are not moved until it commits (a move reads nodes through connections that do not see the writes)"));
+		return NULL;
+	}
 	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
 		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
 		return NULL;			/* unique-ified variants: another call covers it */
@@ -1919,6 +1927,17 @@ log_decisions(List *attempts)
 	}
 }
 
+/* the planning colojoin's own hook wraps */
+static PlannedStmt *
+plan_usual(Query *parse, const char *query_string, int cursorOptions,
+		   ParamListInfo boundParams)
+{
+	if (prev_planner_hook)
+		return prev_planner_hook(parse, query_string, cursorOptions,
+								 boundParams);
+	return standard_planner(parse, query_string, cursorOptions, boundParams);
+}
+
 static PlannedStmt *
 cj_planner(Query *parse, const char *query_string, int cursorOptions,
 		   ParamListInfo boundParams)
@@ -1943,12 +1962,11 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 				len = parse->stmt_len;
 			cj_hints = cj_parse_hints(text, len, parse);
 		}
-		if (prev_planner_hook)
-			result = prev_planner_hook(parse, query_string, cursorOptions,
-									   boundParams);
-		else
-			result = standard_planner(parse, query_string, cursorOptions,
-									  boundParams);
+		result = cj_plan_modify(parse, query_string, cursorOptions,
+								boundParams, plan_usual);
+		if (result == NULL)
+			result = plan_usual(parse, query_string, cursorOptions,
+								boundParams);
 		check_forcing_hints(cj_hints);
 		if (colojoin_log_decisions)
 			log_decisions(cj_attempts);

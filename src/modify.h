@@ -1,0 +1,83 @@
+/*-------------------------------------------------------------------------
+ *
+ * modify.h
+ *	  colojoin's write path: the plan of an INSERT, UPDATE or DELETE of a
+ *	  sharded table (modify.c) and the executor that carries it out
+ *	  (modify_exec.c).
+ *
+ *	  The plan is a PlannedStmt whose top node is a CustomScan
+ *	  "ColojoinModify" instead of a ModifyTable:
+ *	  - statements: one remote UPDATE / DELETE per leaf and placement,
+ *	    run on the nodes (UPDATE ... FROM and DELETE ... USING of
+ *	    colocated tables included);
+ *	  - route: the rows of its child plan (the INSERT's VALUES or SELECT)
+ *	    are routed to their leaves by PostgreSQL's partitioning rules and
+ *	    sent in batches to every placement (insert_route.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_MODIFY_H
+#define COLOJOIN_MODIFY_H
+
+#include "nodes/extensible.h"
+#include "nodes/params.h"
+#include "nodes/parsenodes.h"
+#include "nodes/plannodes.h"
+
+/* how the write runs */
+#define CJ_MODIFY_STATEMENTS	1
+#define CJ_MODIFY_ROUTE			2
+
+/* positions in the CustomScan's custom_private */
+typedef enum CjModifyIndex
+{
+	CJ_MODIFY_KIND,				/* Integer: CJ_MODIFY_* */
+	CJ_MODIFY_RELID,			/* Integer: the sharded table written */
+	CJ_MODIFY_VERB,				/* String: "INSERT", "UPDATE" or "DELETE" */
+	CJ_MODIFY_USERID,			/* Integer: whose user mappings, 0 = current */
+	CJ_MODIFY_RETURNING,		/* Integer: 1 when rows come back */
+	CJ_MODIFY_STMTS,			/* statements: List of statement Lists */
+	CJ_MODIFY_CONFLICT,			/* route: List of [Integer leaf, String
+								 * ON CONFLICT clause], NIL for none */
+	CJ_MODIFY_COUNT
+} CjModifyIndex;
+
+/* positions in one statement's List */
+typedef enum CjModifyStmtIndex
+{
+	CJ_MSTMT_SERVER,			/* Integer: server OID */
+	CJ_MSTMT_NODE,				/* String: node name */
+	CJ_MSTMT_SQL,				/* String: the remote statement */
+	CJ_MSTMT_PRIMARY,			/* Integer: 1 for the primary placement */
+	CJ_MSTMT_LEAF,				/* Integer: the leaf's OID */
+	CJ_MSTMT_COUNT
+} CjModifyStmtIndex;
+
+typedef PlannedStmt *(*CjPlannerFunc) (Query *parse, const char *query_string,
+									   int cursorOptions,
+									   ParamListInfo boundParams);
+
+/*
+ * cj_plan_modify: the plan of a write colojoin runs itself, or NULL to leave
+ * the statement to PostgreSQL (and postgres_fdw).  plan_fn plans the
+ * statement the usual way; parse is not modified.
+ */
+extern PlannedStmt *cj_plan_modify(Query *parse, const char *query_string,
+								   int cursorOptions, ParamListInfo boundParams,
+								   CjPlannerFunc plan_fn);
+
+/*
+ * cj_write_target: relid is a sharded table colojoin writes itself: every
+ * leaf a postgres_fdw foreign table, no triggers or row security on the
+ * coordinator's tables (they would have to run there, per row).  When not,
+ * *why (may be NULL) says why.
+ */
+extern bool cj_write_target(Oid relid, const char **why);
+
+/* is plan colojoin's write node? */
+extern bool cj_is_modify_plan(Plan *plan);
+
+extern CustomScanMethods cj_modify_scan_methods;
+extern void cj_modify_init(void);
+
+#endif							/* COLOJOIN_MODIFY_H */

@@ -1,0 +1,196 @@
+/*-------------------------------------------------------------------------
+ *
+ * read_after_write.c
+ *	  A transaction reads what it wrote through colojoin.
+ *
+ *	  colojoin's writes live, until commit, only in the remote transaction
+ *	  of one connection per node (connection.c's write slot).  postgres_fdw
+ *	  reads through connections of its own and would not see them, so once
+ *	  a transaction wrote through colojoin:
+ *	  - every scan of a sharded table is planned as colojoin's scan (which
+ *	    reads through the write connections), and no partitionwise join is
+ *	    made of its foreign partitions;
+ *	  - plans cached before the first write are planned again;
+ *	  - a plan that would still read or write a node colojoin wrote on
+ *	    through postgres_fdw (a foreign partition named directly, a write
+ *	    colojoin declined) is refused with an error, never run to a wrong
+ *	    answer.
+ *
+ *	  The reverse case, writes through postgres_fdw first, is the
+ *	  executor's (colojoin then stays out of the transaction's joins).
+ *	  This file plans nothing else and writes nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_class.h"
+#include "executor/executor.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "parser/parsetree.h"
+
+#include "colojoin.h"
+#include "connection.h"
+#include "join_group.h"
+#include "metadata.h"
+#include "modify.h"
+
+static set_rel_pathlist_hook_type prev_rel_pathlist = NULL;
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+static void
+cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+				RangeTblEntry *rte)
+{
+	if (prev_rel_pathlist)
+		prev_rel_pathlist(root, rel, rti, rte);
+	if (!cj_xact_has_dml() || rel->reloptkind != RELOPT_BASEREL ||
+		rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE ||
+		!rte->inh || IS_DUMMY_REL(rel) || !colojoin_is_active())
+		return;
+
+	/* joins of its partitions would be postgres_fdw's */
+	rel->consider_partitionwise_join = false;
+	{
+		CjJoinGroup *g = cj_group_for_input(root, rel);
+		Path	   *path;
+
+		if (g == NULL)
+			return;
+		path = cj_make_upper_path(root, rel, g, rel->reltarget,
+								  cj_make_spec("scan of the table"), rel->rows);
+		rel->pathlist = NIL;
+		rel->partial_pathlist = NIL;
+		add_path(rel, path);
+
+		/*
+		 * Nor may PostgreSQL remake the scan out of the partitions' own
+		 * paths (it does so for partitioned relations when it applies the
+		 * final target, and for partitionwise aggregation).
+		 */
+		rel->part_scheme = NULL;
+	}
+}
+
+static bool
+has_foreign_leaf(Oid relid)
+{
+	CjTable    *t = cj_get_table(relid);
+	int			c,
+				l;
+
+	for (c = 0; t != NULL && c < t->nclasses; c++)
+		for (l = 0; l < t->classes[c].nleaves; l++)
+			if (t->classes[c].leaves[l].is_foreign)
+				return true;
+	return false;
+}
+
+/* does plan (or a plan below it) go to a node colojoin wrote on? */
+static bool
+reads_written_node(Plan *plan, PlannedStmt *stmt, const char **what)
+{
+	if (plan == NULL)
+		return false;
+	if (IsA(plan, ForeignScan) && OidIsValid(((ForeignScan *) plan)->fs_server) &&
+		cj_write_slot(((ForeignScan *) plan)->fs_server, GetUserId()) >= 0)
+	{
+		*what = cj_node_name(((ForeignScan *) plan)->fs_server);
+		return true;
+	}
+	if (IsA(plan, ModifyTable))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((ModifyTable *) plan)->resultRelations)
+		{
+			RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
+
+			if (rte->relkind == RELKIND_FOREIGN_TABLE)
+			{
+				ForeignTable *ft = GetForeignTable(rte->relid);
+
+				if (cj_write_slot(ft->serverid, GetUserId()) >= 0)
+				{
+					*what = cj_node_name(ft->serverid);
+					return true;
+				}
+			}
+			else if (rte->relkind == RELKIND_PARTITIONED_TABLE &&
+					 has_foreign_leaf(rte->relid))
+			{
+				*what = "the nodes of a sharded table";
+				return true;
+			}
+		}
+	}
+	if (reads_written_node(plan->lefttree, stmt, what) ||
+		reads_written_node(plan->righttree, stmt, what))
+		return true;
+	if (IsA(plan, Append))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((Append *) plan)->appendplans)
+			if (reads_written_node((Plan *) lfirst(lc), stmt, what))
+				return true;
+	}
+	else if (IsA(plan, MergeAppend))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((MergeAppend *) plan)->mergeplans)
+			if (reads_written_node((Plan *) lfirst(lc), stmt, what))
+				return true;
+	}
+	else if (IsA(plan, SubqueryScan))
+		return reads_written_node(((SubqueryScan *) plan)->subplan, stmt, what);
+	else if (IsA(plan, CustomScan))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((CustomScan *) plan)->custom_plans)
+			if (reads_written_node((Plan *) lfirst(lc), stmt, what))
+				return true;
+	}
+	return false;
+}
+
+static void
+cj_raw_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	if (cj_xact_has_dml() && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+	{
+		PlannedStmt *stmt = queryDesc->plannedstmt;
+		const char *what = NULL;
+		bool		found = reads_written_node(stmt->planTree, stmt, &what);
+		ListCell   *lc;
+
+		foreach(lc, stmt->subplans)
+			found = found || reads_written_node((Plan *) lfirst(lc), stmt, &what);
+		if (found)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot read or write %s through postgres_fdw after this transaction wrote there through colojoin",
+							what),
+					 errdetail("postgres_fdw's connections do not see colojoin's uncommitted writes; the answer would be wrong."),
+					 errhint("Query the sharded table rather than its foreign partitions, or commit the writes first.")));
+	}
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+}
+
+void
+cj_read_after_write_init(void)
+{
+	prev_rel_pathlist = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = cj_rel_pathlist;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = cj_raw_executor_start;
+}

@@ -1,0 +1,523 @@
+/*-------------------------------------------------------------------------
+ *
+ * twophase.c
+ *	  Atomic commit across nodes: names of prepared transactions, commit
+ *	  records on the coordinator, and resolution of transactions in doubt.
+ *
+ *	  A local transaction that changed data on more than one node prepares
+ *	  a transaction on each (connection.c sends PREPARE TRANSACTION and,
+ *	  once the local commit is durable, COMMIT PREPARED).  Before anything
+ *	  is prepared, one row per prepared transaction goes into
+ *	  colojoin.prepared_xacts in the local transaction itself, so the rows
+ *	  exist exactly when the local transaction committed.  A prepared
+ *	  transaction found on a node later is therefore resolved without
+ *	  guessing: if the local transaction that prepared it is still running,
+ *	  it is left alone; otherwise it is committed when its row exists and
+ *	  rolled back when not.  Resolution runs at a backend's first
+ *	  connection to a node and in colojoin.recover_prepared_transactions().
+ *
+ *	  This file decides and records; it does not hold connections or send
+ *	  the protocol's commands during commit (connection.c does).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/procarray.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "connection.h"
+#include "deparse.h"
+#include "metadata.h"
+#include "twophase.h"
+
+PG_FUNCTION_INFO_V1(colojoin_recover_prepared_transactions);
+
+/* a slot of its own, so that recovery never meets a transaction's connection */
+#define CJ_RECOVERY_SLOT 1000
+
+/* gids committed on their nodes whose records may go (TopMemoryContext) */
+static List *forgotten = NIL;
+
+/* servers this backend resolved at its first connection */
+static List *resolved_servers = NIL;
+
+/* the prefix every gid of this coordinator's database starts with */
+static char *
+gid_prefix(void)
+{
+	return psprintf("colojoin_" UINT64_FORMAT "_%u_",
+					GetSystemIdentifier(), MyDatabaseId);
+}
+
+char *
+cj_twophase_gid(Oid serverid, Oid userid, int slot)
+{
+	FullTransactionId fxid = GetTopFullTransactionId();
+
+	return psprintf("%s" UINT64_FORMAT "_%u_%u_%d", gid_prefix(),
+					U64FromFullTransactionId(fxid), serverid, userid, slot);
+}
+
+/* OID of colojoin.prepared_xacts, InvalidOid when not installed */
+static Oid
+records_relid(void)
+{
+	Oid			nsp = get_namespace_oid("colojoin", true);
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	return get_relname_relid("prepared_xacts", nsp);
+}
+
+static Datum
+text_array(List *strings)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(list_length(strings), 1));
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, strings)
+		d[i++] = CStringGetTextDatum((char *) lfirst(lc));
+	return PointerGetDatum(construct_array(d, i, TEXTOID, -1, false,
+										   TYPALIGN_INT));
+}
+
+static Datum
+oid_array(List *oids)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(list_length(oids), 1));
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, oids)
+		d[i++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return PointerGetDatum(construct_array(d, i, OIDOID, sizeof(Oid), true,
+										   TYPALIGN_INT));
+}
+
+/*
+ * The records are colojoin's, not the user's: they are written as the
+ * bootstrap superuser, so that no user can read or forge them.
+ */
+static void
+records_sql(const char *sql, int nargs, Oid *argtypes, Datum *args, int expect)
+{
+	Oid			save_userid;
+	int			save_sec;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec);
+	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
+						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	/* at pre-commit no snapshot is active any more */
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_execute_with_args(sql, nargs, argtypes, args, NULL, false, 0) != expect)
+		elog(ERROR, "could not update colojoin's commit records");
+	PopActiveSnapshot();
+	SetUserIdAndSecContext(save_userid, save_sec);
+}
+
+/* DELETE the records of gids (ignoring those already gone) */
+static void
+delete_records(List *gids)
+{
+	Oid			argtypes[1] = {TEXTARRAYOID};
+	Datum		args[1];
+
+	if (gids == NIL)
+		return;
+	args[0] = text_array(gids);
+	records_sql("DELETE FROM colojoin.prepared_xacts WHERE gid = ANY ($1)",
+				1, argtypes, args, SPI_OK_DELETE);
+}
+
+void
+cj_twophase_log(List *gids, List *serverids)
+{
+	Oid			argtypes[2] = {TEXTARRAYOID, OIDARRAYOID};
+	Datum		args[2];
+
+	if (!OidIsValid(records_relid()))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("colojoin cannot commit a transaction that wrote on several nodes"),
+				 errdetail("Table colojoin.prepared_xacts, which records two-phase commits, does not exist: the installed version of the extension is older than its library."),
+				 errhint("Run ALTER EXTENSION colojoin UPDATE.")));
+
+	args[0] = text_array(gids);
+	args[1] = oid_array(serverids);
+	SPI_connect();
+	records_sql("INSERT INTO colojoin.prepared_xacts (gid, server) "
+				"SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2))",
+				2, argtypes, args, SPI_OK_INSERT);
+
+	/* records of earlier commits this backend finished go at the same time */
+	if (forgotten != NIL)
+	{
+		delete_records(forgotten);
+		list_free_deep(forgotten);
+		forgotten = NIL;
+	}
+	SPI_finish();
+}
+
+void
+cj_twophase_forget(const char *gid)
+{
+	MemoryContext old;
+
+	/* bounded: recovery removes whatever a backend did not */
+	if (list_length(forgotten) >= 10000)
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	forgotten = lappend(forgotten, pstrdup(gid));
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * read_records
+ *		The gids of colojoin.prepared_xacts that snapshot sees, for server
+ *		serverid (any, with InvalidOid).
+ */
+static List *
+read_records(Snapshot snapshot, Oid serverid)
+{
+	Oid			relid = records_relid();
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tuple;
+	List	   *result = NIL;
+
+	if (!OidIsValid(relid))
+		return NIL;
+	rel = table_open(relid, AccessShareLock);
+	scan = table_beginscan(rel, snapshot, 0, NULL);
+	while ((tuple = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		bool		isnull;
+		Datum		gid = heap_getattr(tuple, 1, RelationGetDescr(rel), &isnull);
+		Datum		srv;
+
+		if (isnull)
+			continue;
+		srv = heap_getattr(tuple, 2, RelationGetDescr(rel), &isnull);
+		if (OidIsValid(serverid) && (isnull || DatumGetObjectId(srv) != serverid))
+			continue;
+		result = lappend(result, TextDatumGetCString(gid));
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return result;
+}
+
+static bool
+string_member(List *list, const char *s)
+{
+	ListCell   *lc;
+
+	foreach(lc, list)
+	{
+		if (strcmp((char *) lfirst(lc), s) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * local_xact_running
+ *		Whether the local transaction gid names may still commit or abort
+ *		(it is in progress, or the gid cannot be read and nothing is known).
+ */
+static bool
+local_xact_running(const char *gid, const char *prefix)
+{
+	uint64		fxid;
+	TransactionId xid;
+
+	if (sscanf(gid + strlen(prefix), UINT64_FORMAT "_", &fxid) != 1)
+		return true;
+	xid = XidFromFullTransactionId(FullTransactionIdFromU64(fxid));
+	if (!TransactionIdIsNormal(xid))
+		return true;
+	return TransactionIdIsInProgress(xid);
+}
+
+/* run a command outside any transaction; false (with why) on failure */
+static bool
+run_raw(PGconn *conn, const char *sql, char **why)
+{
+	PGresult   *res = PQexec(conn, sql);
+	bool		ok = (PQresultStatus(res) == PGRES_COMMAND_OK);
+
+	if (!ok)
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		/* resolved meanwhile by someone else: the outcome is the same */
+		if (state != NULL && strcmp(state, "42704") == 0)
+			ok = true;
+		else
+			*why = pstrdup(PQerrorMessage(conn));
+	}
+	PQclear(res);
+	return ok;
+}
+
+int
+cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node, bool quiet,
+					List **report)
+{
+	char	   *prefix = gid_prefix();
+	StringInfoData sql;
+	PGresult   *res;
+	List	   *candidates = NIL;
+	List	   *records;
+	ListCell   *lc;
+	Snapshot	snap;
+	int			n = 0;
+	int			i;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "SELECT gid FROM pg_catalog.pg_prepared_xacts "
+						   "WHERE database = pg_catalog.current_database() "
+						   "AND pg_catalog.starts_with(gid, ");
+	cj_append_literal(&sql, prefix);
+	appendStringInfoString(&sql, ") ORDER BY gid");
+	res = PQexec(conn, sql.data);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	{
+		char	   *why = pstrdup(PQerrorMessage(conn));
+
+		PQclear(res);
+		ereport(quiet ? WARNING : ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not list the prepared transactions on node \"%s\"",
+						node),
+				 errdetail_internal("%s", why)));
+		return 0;
+	}
+
+	/* first decide which are over; only then look at the records */
+	for (i = 0; i < PQntuples(res); i++)
+	{
+		char	   *gid = PQgetvalue(res, i, 0);
+
+		if (!local_xact_running(gid, prefix))
+			candidates = lappend(candidates, pstrdup(gid));
+	}
+	PQclear(res);
+	if (candidates == NIL)
+		return 0;
+
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	records = read_records(snap, InvalidOid);
+	UnregisterSnapshot(snap);
+
+	foreach(lc, candidates)
+	{
+		char	   *gid = (char *) lfirst(lc);
+		bool		commit = string_member(records, gid);
+		char	   *why = NULL;
+
+		resetStringInfo(&sql);
+		appendStringInfoString(&sql, commit ? "COMMIT PREPARED " : "ROLLBACK PREPARED ");
+		cj_append_literal(&sql, gid);
+		if (!run_raw(conn, sql.data, &why))
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not %s prepared transaction %s on node \"%s\"",
+							commit ? "commit" : "roll back", gid, node),
+					 errdetail_internal("%s", why)));
+			continue;
+		}
+		n++;
+		if (report)
+			*report = lappend(*report, list_make3(pstrdup(node), pstrdup(gid),
+												  pstrdup(commit ? "committed" : "rolled back")));
+	}
+	return n;
+}
+
+void
+cj_twophase_resolve_once(PGconn *conn, Oid serverid, const char *node)
+{
+	MemoryContext old;
+	MemoryContext ctx = CurrentMemoryContext;
+
+	if (list_member_oid(resolved_servers, serverid) || !IsTransactionState() ||
+		!OidIsValid(records_relid()))
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	resolved_servers = lappend_oid(resolved_servers, serverid);
+	MemoryContextSwitchTo(old);
+
+	/* a failure here must not fail the query that opened the connection */
+	PG_TRY();
+	{
+		(void) cj_twophase_resolve(conn, serverid, node, true, NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(ctx);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not resolve prepared transactions on node \"%s\": %s",
+						node, edata->message)));
+	}
+	PG_END_TRY();
+}
+
+void
+cj_twophase_recheck(Oid serverid)
+{
+	resolved_servers = list_delete_oid(resolved_servers, serverid);
+}
+
+/*
+ * colojoin.recover_prepared_transactions()
+ *		Resolve, on every postgres_fdw server the current user can reach,
+ *		the transactions this coordinator prepared whose local transaction
+ *		has ended, and remove the commit records nobody needs any more.
+ *		Returns one row per resolved transaction: node, gid, action.  A
+ *		node that cannot be reached is reported with a WARNING and skipped.
+ */
+Datum
+colojoin_recover_prepared_transactions(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *report = NIL;
+	List	   *done_records = NIL;
+	ListCell   *lc;
+	int			i;
+	uint64		nservers;
+	Oid		   *servers;
+	char	   *prefix = gid_prefix();
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!OidIsValid(records_relid()))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table colojoin.prepared_xacts does not exist"),
+				 errhint("Run ALTER EXTENSION colojoin UPDATE.")));
+
+	SPI_connect();
+	if (SPI_execute("SELECT s.oid FROM pg_catalog.pg_foreign_server s "
+					"JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw "
+					"WHERE w.fdwname = 'postgres_fdw' ORDER BY s.srvname",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list foreign servers");
+	nservers = SPI_processed;
+	servers = palloc(sizeof(Oid) * Max(nservers, 1));
+	for (i = 0; i < (int) nservers; i++)
+	{
+		bool		isnull;
+
+		servers[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+													SPI_tuptable->tupdesc, 1,
+													&isnull));
+	}
+
+	for (i = 0; i < (int) nservers; i++)
+	{
+		char	   *node = cj_node_name(servers[i]);
+		char	   *why = NULL;
+		PGconn	   *conn;
+		Snapshot	snap;
+		List	   *before;
+		PGresult   *res;
+		StringInfoData sql;
+		int			r;
+
+		if (!cj_has_user_mapping(servers[i], GetUserId()))
+			continue;
+		conn = cj_conn_open_raw(servers[i], GetUserId(), CJ_RECOVERY_SLOT, &why);
+		if (conn == NULL)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("node \"%s\" cannot be reached; its prepared transactions stay as they are",
+							node),
+					 errdetail_internal("%s", why)));
+			continue;
+		}
+
+		/*
+		 * Records committed before this snapshot belong to transactions
+		 * prepared before it too: those not on the node any more after
+		 * resolving are over.
+		 */
+		snap = RegisterSnapshot(GetLatestSnapshot());
+		before = read_records(snap, servers[i]);
+		UnregisterSnapshot(snap);
+
+		(void) cj_twophase_resolve(conn, servers[i], node, false, &report);
+
+		initStringInfo(&sql);
+		appendStringInfoString(&sql,
+							   "SELECT gid FROM pg_catalog.pg_prepared_xacts "
+							   "WHERE database = pg_catalog.current_database() "
+							   "AND pg_catalog.starts_with(gid, ");
+		cj_append_literal(&sql, prefix);
+		appendStringInfoChar(&sql, ')');
+		res = PQexec(conn, sql.data);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		{
+			PQclear(res);
+			continue;
+		}
+		foreach(lc, before)
+		{
+			bool		still = false;
+
+			for (r = 0; r < PQntuples(res); r++)
+			{
+				if (strcmp(PQgetvalue(res, r, 0), (char *) lfirst(lc)) == 0)
+					still = true;
+			}
+			if (!still)
+				done_records = lappend(done_records, lfirst(lc));
+		}
+		PQclear(res);
+	}
+	delete_records(done_records);
+	SPI_finish();
+
+	foreach(lc, report)
+	{
+		List	   *row = (List *) lfirst(lc);
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = CStringGetDatum((char *) linitial(row));
+		values[0] = DirectFunctionCall1(namein, values[0]);
+		values[1] = CStringGetTextDatum((char *) lsecond(row));
+		values[2] = CStringGetTextDatum((char *) lthird(row));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

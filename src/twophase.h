@@ -1,0 +1,58 @@
+/*-------------------------------------------------------------------------
+ *
+ * twophase.h
+ *	  Atomic commit of a transaction that wrote on several nodes: the
+ *	  names of its prepared transactions, the commit record on the
+ *	  coordinator, and the resolution of transactions left in doubt.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_TWOPHASE_H
+#define COLOJOIN_TWOPHASE_H
+
+#include "libpq-fe.h"
+
+/*
+ * cj_twophase_gid: the name of the transaction prepared on (serverid,
+ * userid, slot) for the current local transaction, which gets an xid now
+ * if it had none.  It names this coordinator (system identifier, database)
+ * and the local transaction, so that recovery can tell its fate.
+ */
+extern char *cj_twophase_gid(Oid serverid, Oid userid, int slot);
+
+/*
+ * cj_twophase_log: write the commit records of gids (char *) in the local
+ * transaction, before any of them is prepared: they become visible exactly
+ * when the local transaction commits.  ERROR when the extension's record
+ * table is missing (an older version installed).
+ */
+extern void cj_twophase_log(List *gids, List *serverids);
+
+/*
+ * cj_twophase_forget: gid was committed on its node; its record can go
+ * (removed at this backend's next two-phase commit, or by recovery).
+ */
+extern void cj_twophase_forget(const char *gid);
+
+/*
+ * cj_twophase_resolve: on conn (a connection to serverid outside any
+ * transaction), commit or roll back the transactions this coordinator
+ * prepared there whose local transaction has ended: committed when its
+ * commit record exists.  Never throws when quiet; returns how many it
+ * resolved.  The SQL it runs is appended to report (may be NULL).
+ */
+extern int	cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node,
+								bool quiet, List **report);
+
+/*
+ * cj_twophase_resolve_once: cj_twophase_resolve at the first connection
+ * of this backend to serverid (and again after a commit there failed), so
+ * that transactions left in doubt are resolved at the next use of a node.
+ */
+extern void cj_twophase_resolve_once(PGconn *conn, Oid serverid,
+									 const char *node);
+
+/* a COMMIT PREPARED on serverid failed: check it again at the next connection */
+extern void cj_twophase_recheck(Oid serverid);
+
+#endif							/* COLOJOIN_TWOPHASE_H */
