@@ -134,6 +134,8 @@ BEGIN
 			 WHERE relnamespace = 'cj_agg_local'::regnamespace AND relkind = 'r' ORDER BY 1
 	LOOP
 		EXECUTE format('INSERT INTO cj_agg_sharded.%I SELECT * FROM cj_agg_local.%I', t, t);
+		-- ANALYZE reads through postgres_fdw: the rows must be committed
+		COMMIT;
 		EXECUTE format('ANALYZE cj_agg_local.%I', t);
 		EXECUTE format('ANALYZE cj_agg_sharded.%I', t);
 	END LOOP;

@@ -289,6 +289,8 @@ BEGIN
 			 WHERE relnamespace = 'cj_diff_local'::regnamespace AND relkind = 'r'
 	LOOP
 		EXECUTE format('INSERT INTO cj_diff_sharded.%I SELECT * FROM cj_diff_local.%I', t, t);
+		-- ANALYZE reads through postgres_fdw: the rows must be committed
+		COMMIT;
 		EXECUTE format('ANALYZE cj_diff_local.%I', t);
 	END LOOP;
 	FOR t IN SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c

@@ -68,6 +68,8 @@ DECLARE
 BEGIN
 	FOREACH t IN ARRAY ARRAY['t1', 't2', 't3', 'tempty', 'tc', 'td', 'tdef', 'loc'] LOOP
 		EXECUTE format('INSERT INTO cj_edge.%I SELECT * FROM cj_edge_local.%I', t, t);
+		-- ANALYZE reads through postgres_fdw: the rows must be committed
+		COMMIT;
 		EXECUTE format('ANALYZE cj_edge.%I', t);
 		EXECUTE format('ANALYZE cj_edge_local.%I', t);
 	END LOOP;
@@ -286,7 +288,8 @@ UPDATE cj_edge_local.loc SET name = 'name ' || k;
 
 --
 -- Writes to shards earlier in the transaction: a later join sees them (it
--- is not pushed down, or fails clearly), never a stale result.
+-- runs on the nodes through the connections that wrote, or fails clearly),
+-- never a stale result.
 --
 BEGIN;
 INSERT INTO t2 VALUES (3, 1001), (16, 1002);

@@ -302,6 +302,8 @@ BEGIN
 			 WHERE relnamespace = 'cj_redist_local'::regnamespace AND relkind = 'r'
 	LOOP
 		EXECUTE format('INSERT INTO cj_redist_sharded.%I SELECT * FROM cj_redist_local.%I', t, t);
+		-- ANALYZE reads through postgres_fdw: the rows must be committed
+		COMMIT;
 		EXECUTE format('ANALYZE cj_redist_local.%I', t);
 	END LOOP;
 	FOR t IN SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c

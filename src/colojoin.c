@@ -23,6 +23,7 @@
 
 #include "colojoin.h"
 #include "modify.h"
+#include "twophase.h"
 #include "conn_budget.h"
 #include "node_health.h"
 
@@ -199,6 +200,7 @@ _PG_init(void)
 	cj_combine_init();
 	cj_write_guard_init();
 	cj_modify_init();
+	cj_twophase_init();
 	cj_read_after_write_init();
 	cj_copy_from_init();
 }

@@ -1979,6 +1979,8 @@ prepare_writers(List *writers)
 		}
 		PG_END_TRY();
 	}
+	if (first == NULL)
+		cj_twophase_debug_pause();
 	if (first != NULL)
 		ereport(ERROR,
 				(errcode(first->sqlerrcode),
@@ -3157,7 +3159,12 @@ cj_get_write_connection(Oid serverid, Oid userid)
 					 errmsg("cannot write on node \"%s\" while a scan of this transaction reads from it",
 							GetForeignServer(serverid)->servername),
 					 errdetail("This transaction's writes there go through one connection, which an open scan (a cursor, or the query calling this statement) is using.")));
-		return get_connection(serverid, userid, slot, NULL, false);
+
+		/* restarted after a subtransaction abort: again without exporting */
+		c = get_connection(serverid, userid, slot, &begin_sql, false);
+		if (begin_sql != NULL)
+			exec_sql(c, begin_sql, "transaction start", false);
+		return c;
 	}
 	for (slot = 0;; slot++)
 	{

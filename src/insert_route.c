@@ -69,6 +69,8 @@ typedef struct LeafBatch
 	Oid			relid;			/* hash key */
 	CjLeaf	   *leaf;
 	const char *conflict;		/* ON CONFLICT clause, or NULL */
+	int			alias;			/* the target's range table index, which
+								 * names it in conflict ("r1") */
 	StringInfoData data;
 	int			nrows;
 	char	   *label;
@@ -100,6 +102,7 @@ struct CjRouter
 	CjRowDecoder decoder;
 	List	   *node_names;		/* String */
 	List	   *node_rows;		/* parallel: Integer would overflow; int64 * */
+	List	   *opened;			/* partitioned tables below the root, open */
 };
 
 static RouteLevel *
@@ -108,6 +111,9 @@ open_level(CjRouter *r, Oid relid)
 	RouteLevel *lv = palloc0(sizeof(RouteLevel));
 	Relation	rel = (relid == r->relid) ? r->root_rel :
 		table_open(relid, RowExclusiveLock);
+
+	if (relid != r->relid)
+		r->opened = lappend(r->opened, rel);
 
 	lv->rel = rel;
 	lv->key = RelationGetPartitionKey(rel);
@@ -445,8 +451,9 @@ flush_batch(CjRouter *r, LeafBatch *b)
 			PGresult   *res;
 			int			i;
 
-			appendStringInfo(&sql, "INSERT INTO %s AS r ",
-							 cj_qualified_name(pl->remote_schema, pl->remote_table));
+			appendStringInfo(&sql, "INSERT INTO %s AS r%d ",
+							 cj_qualified_name(pl->remote_schema, pl->remote_table),
+							 b->alias);
 			append_columns(&sql, r, b->leaf, false);
 			appendStringInfoString(&sql, " VALUES ");
 			appendBinaryStringInfo(&sql, b->data.data, b->data.len);
@@ -501,15 +508,24 @@ flush_batch(CjRouter *r, LeafBatch *b)
 	b->nrows = 0;
 }
 
+/* every batch, in the table's leaf order (RETURNING comes back in it) */
 static void
 flush_all(CjRouter *r)
 {
-	HASH_SEQ_STATUS scan;
-	LeafBatch  *b;
+	int			c,
+				l;
 
-	hash_seq_init(&scan, r->batches);
-	while ((b = hash_seq_search(&scan)) != NULL)
-		flush_batch(r, b);
+	for (c = 0; c < r->table->nclasses; c++)
+	{
+		for (l = 0; l < r->table->classes[c].nleaves; l++)
+		{
+			Oid			relid = r->table->classes[c].leaves[l].relid;
+			LeafBatch  *b = hash_search(r->batches, &relid, HASH_FIND, NULL);
+
+			if (b != NULL)
+				flush_batch(r, b);
+		}
+	}
 }
 
 static LeafBatch *
@@ -531,12 +547,16 @@ batch_for(CjRouter *r, Oid leafrelid)
 						get_rel_name(leafrelid), get_rel_name(r->relid))));
 	b->leaf = &r->table->classes[c].leaves[li];
 	b->conflict = NULL;
+	b->alias = 1;
 	foreach(lc, r->conflict)
 	{
 		List	   *item = (List *) lfirst(lc);
 
 		if ((Oid) intVal(linitial(item)) == leafrelid)
+		{
 			b->conflict = strVal(lsecond(item));
+			b->alias = intVal(lthird(item));
+		}
 	}
 	initStringInfo(&b->data);
 	b->nrows = 0;
@@ -606,7 +626,11 @@ cj_router_put(CjRouter *r, TupleTableSlot *slot)
 uint64
 cj_router_end(CjRouter *r)
 {
+	ListCell   *lc;
+
 	flush_all(r);
+	foreach(lc, r->opened)
+		table_close((Relation) lfirst(lc), NoLock);
 	table_close(r->root_rel, NoLock);
 	FreeExecutorState(r->estate);
 	return r->rows;

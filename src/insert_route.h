@@ -17,8 +17,9 @@ typedef struct CjRouter CjRouter;
 
 /*
  * cj_router_begin: rows for sharded table relid, written as userid.
- * conflict (may be NIL) holds [Integer leaf, String ON CONFLICT clause] per
- * leaf, whose $n parameters are param_values.  With returned, every
+ * conflict (may be NIL) holds [Integer leaf, String ON CONFLICT clause,
+ * Integer n] per leaf, the clause naming the target "rn", its $n
+ * parameters param_values.  With returned, every
  * inserted row, as the primary placement returned it (every attribute of
  * the table), goes into it through ret_slot.
  */

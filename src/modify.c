@@ -431,8 +431,8 @@ colocated_rels(Query *parse, WriteRel *target, List *others, List *quals,
 	for (p = 0; p < target->table->partnatts; p++)
 	{
 		/* key expressions would need identity equality: columns only */
-		if (target->table->partattrs[p] == 0)
-			return others == NIL;
+		if (target->table->partattrs[p] == 0 && others != NIL)
+			return false;
 	}
 	while (progress && list_length(linked) <= list_length(others))
 	{
@@ -745,6 +745,16 @@ conflict_clauses(Query *parse, CjTable *t, List **result, CjDeparseContext *dctx
 		return false;
 
 	wd->excluded_rti = oc->exclRelIndex;
+	{
+		WriteRel   *self = palloc0(sizeof(WriteRel));
+
+		/* the leaf is not known yet: only whether the columns can be named */
+		self->rti = rti;
+		self->table = t;
+		self->leaf = &t->classes[0].leaves[0];
+		wd->rels = list_make1(self);
+		wd->excluded_leaf = self->leaf;
+	}
 	if (!exprs_shippable(make_ands_implicit((Expr *) oc->arbiterWhere), wd) ||
 		!exprs_shippable(make_ands_implicit((Expr *) oc->onConflictWhere), wd))
 		return false;
@@ -812,8 +822,9 @@ conflict_clauses(Query *parse, CjTable *t, List **result, CjDeparseContext *dctx
 					cj_deparse_expr(&sql, (Expr *) oc->onConflictWhere, dctx);
 				}
 			}
-			*result = lappend(*result, list_make2(makeInteger((int) leaf->relid),
-												  makeString(sql.data)));
+			*result = lappend(*result, list_make3(makeInteger((int) leaf->relid),
+												  makeString(sql.data),
+												  makeInteger((int) rti)));
 		}
 	}
 	wd->rels = NIL;

@@ -38,7 +38,9 @@ typedef enum CjModifyIndex
 	CJ_MODIFY_RETURNING,		/* Integer: 1 when rows come back */
 	CJ_MODIFY_STMTS,			/* statements: List of statement Lists */
 	CJ_MODIFY_CONFLICT,			/* route: List of [Integer leaf, String
-								 * ON CONFLICT clause], NIL for none */
+								 * ON CONFLICT clause, Integer range table
+								 * index of the target, which names it
+								 * there], NIL for none */
 	CJ_MODIFY_COUNT
 } CjModifyIndex;
 

@@ -386,8 +386,9 @@ next_returned(ScanState *node)
 										   &TTSOpsMinimalTuple);
 	if (!st->returning ||
 		!tuplestore_gettupleslot(st->returned, true, false, st->read_slot))
-		return ExecClearTuple(st->read_slot);
-	return st->read_slot;
+		return ExecClearTuple(node->ss_ScanTupleSlot);
+	/* the projection was built for the scan slot's own (virtual) kind */
+	return ExecCopySlot(node->ss_ScanTupleSlot, st->read_slot);
 }
 
 static bool

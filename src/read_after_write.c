@@ -32,6 +32,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "parser/parsetree.h"
+#include "tcop/utility.h"
 
 #include "colojoin.h"
 #include "connection.h"
@@ -41,6 +42,32 @@
 
 static set_rel_pathlist_hook_type prev_rel_pathlist = NULL;
 static ExecutorStart_hook_type prev_executor_start = NULL;
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/*
+ * ANALYZE samples foreign tables through postgres_fdw: in a transaction
+ * that wrote through colojoin it does not see those rows.  Not a wrong
+ * answer, but statistics of the table as it was: say so.
+ */
+static void
+cj_raw_process_utility(PlannedStmt *pstmt, const char *queryString,
+					   bool readOnlyTree, ProcessUtilityContext context,
+					   ParamListInfo params, QueryEnvironment *queryEnv,
+					   DestReceiver *dest, QueryCompletion *qc)
+{
+	if (IsA(pstmt->utilityStmt, VacuumStmt) && cj_xact_has_dml())
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("ANALYZE does not see the rows this transaction wrote through colojoin"),
+				 errdetail("It samples foreign tables through postgres_fdw's connections, which see the nodes as they were before the transaction."),
+				 errhint("Run ANALYZE after the transaction commits.")));
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context,
+							 params, queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
 
 static void
 cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
@@ -51,6 +78,9 @@ cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (!cj_xact_has_dml() || rel->reloptkind != RELOPT_BASEREL ||
 		rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE ||
 		!rte->inh || IS_DUMMY_REL(rel) || !colojoin_is_active())
+		return;
+	/* the table an UPDATE or DELETE changes is the write path's business */
+	if (rti == (Index) root->parse->resultRelation)
 		return;
 
 	/* joins of its partitions would be postgres_fdw's */
@@ -76,18 +106,25 @@ cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	}
 }
 
-static bool
-has_foreign_leaf(Oid relid)
+/* a node colojoin wrote on that holds a leaf of relid, or NULL */
+static const char *
+written_node_of(Oid relid)
 {
 	CjTable    *t = cj_get_table(relid);
 	int			c,
-				l;
+				l,
+				p;
 
 	for (c = 0; t != NULL && c < t->nclasses; c++)
 		for (l = 0; l < t->classes[c].nleaves; l++)
-			if (t->classes[c].leaves[l].is_foreign)
-				return true;
-	return false;
+			for (p = 0; p < t->classes[c].leaves[l].nplacements; p++)
+			{
+				Oid			server = t->classes[c].leaves[l].placements[p].serverid;
+
+				if (OidIsValid(server) && cj_write_slot(server, GetUserId()) >= 0)
+					return cj_node_name(server);
+			}
+	return NULL;
 }
 
 /* does plan (or a plan below it) go to a node colojoin wrote on? */
@@ -121,11 +158,8 @@ reads_written_node(Plan *plan, PlannedStmt *stmt, const char **what)
 				}
 			}
 			else if (rte->relkind == RELKIND_PARTITIONED_TABLE &&
-					 has_foreign_leaf(rte->relid))
-			{
-				*what = "the nodes of a sharded table";
+					 (*what = written_node_of(rte->relid)) != NULL)
 				return true;
-			}
 		}
 	}
 	if (reads_written_node(plan->lefttree, stmt, what) ||
@@ -175,7 +209,7 @@ cj_raw_executor_start(QueryDesc *queryDesc, int eflags)
 		if (found)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot read or write %s through postgres_fdw after this transaction wrote there through colojoin",
+					 errmsg("cannot read or write node \"%s\" through postgres_fdw after this transaction wrote there through colojoin",
 							what),
 					 errdetail("postgres_fdw's connections do not see colojoin's uncommitted writes; the answer would be wrong."),
 					 errhint("Query the sharded table rather than its foreign partitions, or commit the writes first.")));
@@ -193,4 +227,6 @@ cj_read_after_write_init(void)
 	set_rel_pathlist_hook = cj_rel_pathlist;
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = cj_raw_executor_start;
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = cj_raw_process_utility;
 }

@@ -37,9 +37,11 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "storage/procarray.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -59,6 +61,37 @@ static List *forgotten = NIL;
 
 /* servers this backend resolved at its first connection */
 static List *resolved_servers = NIL;
+
+/*
+ * colojoin.debug_pause_after_prepare: for tests of failures between the
+ * phases.  When not 0, a transaction that prepared on its nodes waits for
+ * the advisory lock of that key (pg_advisory_lock(key)) before committing,
+ * so that a test holding the lock can stop a node or the coordinator
+ * exactly there, seeing the wait in pg_locks.
+ */
+static int	debug_pause_key = 0;
+
+void
+cj_twophase_init(void)
+{
+	DefineCustomIntVariable("colojoin.debug_pause_after_prepare",
+							"Tests only: wait for this advisory lock between PREPARE TRANSACTION and the local commit.",
+							NULL, &debug_pause_key, 0, 0, INT_MAX,
+							PGC_SUSET, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+}
+
+void
+cj_twophase_debug_pause(void)
+{
+	LOCKTAG		tag;
+
+	if (debug_pause_key == 0)
+		return;
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0, (uint32) debug_pause_key, 1);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	LockRelease(&tag, ExclusiveLock, false);
+}
 
 /* the prefix every gid of this coordinator's database starts with */
 static char *

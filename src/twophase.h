@@ -55,4 +55,8 @@ extern void cj_twophase_resolve_once(PGconn *conn, Oid serverid,
 /* a COMMIT PREPARED on serverid failed: check it again at the next connection */
 extern void cj_twophase_recheck(Oid serverid);
 
+/* the setting for tests (colojoin.debug_pause_after_prepare) and its wait */
+extern void cj_twophase_init(void);
+extern void cj_twophase_debug_pause(void);
+
 #endif							/* COLOJOIN_TWOPHASE_H */

@@ -1,15 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * write_guard.c
- *	  Replicas never lie: writes through the coordinator that would reach
- *	  only the primary placement of a leaf with replicas are refused.
+ *	  Replicas never lie: writes that would reach only the primary
+ *	  placement of a leaf with replicas are refused.
  *
- *	  postgres_fdw writes a foreign leaf on its own server only.  A replica
- *	  (colojoin.replicas) of that leaf would silently keep the old rows and
- *	  a later join reading it would answer wrong.  Until colojoin writes
- *	  every placement itself, INSERT, UPDATE, DELETE, COPY FROM and
- *	  TRUNCATE that could reach such a leaf stop with an error naming the
- *	  leaf and its replicas, before anything is written.
+ *	  colojoin's write path (modify.c, copy_from.c) writes every placement.
+ *	  What it leaves to PostgreSQL goes through postgres_fdw, which writes a
+ *	  foreign leaf on its own server only: a replica (colojoin.replicas)
+ *	  would silently keep the old rows and a later join reading it would
+ *	  answer wrong.  So INSERT, UPDATE, DELETE, COPY FROM and TRUNCATE
+ *	  planned by PostgreSQL that could reach such a leaf stop with an error
+ *	  naming the leaf and its replicas, before anything is written.
  *
  *	  This file only refuses; it does not route or perform writes, and it
  *	  knows nothing of writes made on the nodes directly.
@@ -113,8 +114,8 @@ check_relation(Oid relid, const char *what)
 			 errmsg_plural("cannot %s \"%s\": leaf %s has replica placements",
 						   "cannot %s \"%s\": leaves %s have replica placements",
 						   n, what, get_rel_name(relid), buf.data),
-			 errdetail("colojoin does not write replicas yet; postgres_fdw would change only the primary placement, and the replica would silently differ from it."),
-			 errhint("Write on the nodes to every copy of the leaf, or remove the replicas with colojoin.drop_replica() and add them again after the write.")));
+			 errdetail("colojoin writes every placement only of writes it runs itself (through the sharded table, with expressions the nodes can evaluate, no triggers on the coordinator); this one would go through postgres_fdw, which changes only the primary placement."),
+			 errhint("Write through the sharded table, or remove the replicas with colojoin.drop_replica() and add them again after the write.")));
 }
 
 static const char *
