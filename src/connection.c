@@ -144,6 +144,9 @@ static HTAB *cj_connections = NULL;
  */
 static List *cj_write_slots = NIL;
 
+/* cj_conn_open_raw is opening a connection for recovery, which resolves itself */
+static bool opening_raw = false;
+
 /* true once any connection was used in the current local transaction */
 static bool cj_xact_touched = false;
 
@@ -1262,7 +1265,8 @@ connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
 	c->max_prepared = -1;
 
 	/* transactions left in doubt there are resolved at the next use */
-	cj_twophase_resolve_once(conn, c->key.serverid, NameStr(c->node_name));
+	if (!opening_raw)
+		cj_twophase_resolve_once(conn, c->key.serverid, NameStr(c->node_name));
 	return conn;
 }
 
@@ -3285,8 +3289,19 @@ PGconn *
 cj_conn_open_raw(Oid serverid, Oid userid, int slot, char **reason)
 {
 	CjConnection *c;
+	bool		ok;
 
-	if (!cj_conn_try_connect(serverid, userid, slot, reason))
+	opening_raw = true;
+	PG_TRY();
+	{
+		ok = cj_conn_try_connect(serverid, userid, slot, reason);
+	}
+	PG_FINALLY();
+	{
+		opening_raw = false;
+	}
+	PG_END_TRY();
+	if (!ok)
 		return NULL;
 	c = lookup_entry(serverid, userid, slot, false);
 	if (c->xact_open || c->in_flight ||

@@ -409,6 +409,36 @@ append_columns(StringInfo buf, CjRouter *r, CjLeaf *leaf, bool all)
 		appendStringInfoChar(buf, ')');
 }
 
+/*
+ * check_batches
+ *		Before a batch goes out: the nodes of every batch gathered so far
+ *		(all of them, for a statement whose rows fit in memory) can commit
+ *		together, so that a node that cannot prepare is refused before the
+ *		statement writes anything.
+ */
+static void
+check_batches(CjRouter *r)
+{
+	HASH_SEQ_STATUS scan;
+	LeafBatch  *b;
+	List	   *conns = NIL;
+
+	hash_seq_init(&scan, r->batches);
+	while ((b = hash_seq_search(&scan)) != NULL)
+	{
+		int			p;
+
+		if (b->nrows == 0)
+			continue;
+		for (p = 0; p < b->leaf->nplacements; p++)
+			conns = lappend(conns,
+							cj_get_write_connection(b->leaf->placements[p].serverid,
+													r->userid));
+	}
+	cj_check_two_phase(conns);
+	list_free(conns);
+}
+
 /* send a leaf's batch to each of its placements */
 static void
 flush_batch(CjRouter *r, LeafBatch *b)
@@ -420,10 +450,10 @@ flush_batch(CjRouter *r, LeafBatch *b)
 
 	if (b->nrows == 0)
 		return;
+	check_batches(r);
 	for (p = 0; p < b->leaf->nplacements; p++)
 		conns = lappend(conns, cj_get_write_connection(b->leaf->placements[p].serverid,
 													   r->userid));
-	cj_check_two_phase(conns);
 
 	p = 0;
 	foreach(lc, conns)

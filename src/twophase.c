@@ -29,6 +29,7 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
@@ -202,6 +203,13 @@ cj_twophase_log(List *gids, List *serverids)
 	records_sql("INSERT INTO colojoin.prepared_xacts (gid, server) "
 				"SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2))",
 				2, argtypes, args, SPI_OK_INSERT);
+
+	/*
+	 * The records' WAL must be durable before any node prepares: after a
+	 * crash, the xid the gids name must be known as used, so that no new
+	 * transaction gets it (and recovery takes its fate for theirs).
+	 */
+	XLogFlush(XactLastRecEnd);
 
 	/* records of earlier commits this backend finished go at the same time */
 	if (forgotten != NIL)
