@@ -138,6 +138,34 @@ EXPLAIN (COSTS OFF) INSERT INTO rollup SELECT l_order, sum(l_qty * l_price), cou
 INSERT INTO rollup SELECT l_order, sum(l_qty * l_price), count(*) FROM lines GROUP BY l_order;
 INSERT INTO rollup_l SELECT l_order, sum(l_qty * l_price), count(*) FROM lines_l GROUP BY l_order;
 SELECT same('rollup', 'rollup_l');
+-- colocated with the target on its key: each node inserts what it selects
+CREATE TABLE rollup2 (r_order int, r_sum numeric, r_n bigint) PARTITION BY HASH (r_order);
+SELECT colojoin.create_shards('rollup2', NULL, colocate_with => 'orders');
+CREATE TABLE rollup2_l (r_order int, r_sum numeric, r_n bigint);
+EXPLAIN (COSTS OFF) INSERT INTO rollup2
+	SELECT o_id, sum(l_qty * l_price), count(*) FROM orders JOIN lines ON l_order = o_id
+	WHERE o_cust < 9 GROUP BY o_id;
+INSERT INTO rollup2
+	SELECT o_id, sum(l_qty * l_price), count(*) FROM orders JOIN lines ON l_order = o_id
+	WHERE o_cust < 9 GROUP BY o_id;
+INSERT INTO rollup2_l
+	SELECT o_id, sum(l_qty * l_price), count(*) FROM orders_l JOIN lines_l ON l_order = o_id
+	WHERE o_cust < 9 GROUP BY o_id;
+-- a left join: the preserved side's key decides
+INSERT INTO rollup2 SELECT o_id, l_price, 0 FROM orders LEFT JOIN lines ON l_order = o_id AND l_no = 9 WHERE o_cust = 2;
+INSERT INTO rollup2_l SELECT o_id, l_price, 0 FROM orders_l LEFT JOIN lines_l ON l_order = o_id AND l_no = 9 WHERE o_cust = 2;
+-- the nullable side's key does not: its rows are routed
+SELECT top_node('INSERT INTO rollup2 SELECT l_order, o_total, 1 FROM orders LEFT JOIN lines ON l_order = o_id AND l_no = 9');
+INSERT INTO rollup2 SELECT l_order, o_total, 1 FROM orders LEFT JOIN lines ON l_order = o_id AND l_no = 9 WHERE o_cust = 4;
+INSERT INTO rollup2_l SELECT l_order, o_total, 1 FROM orders_l LEFT JOIN lines_l ON l_order = o_id AND l_no = 9 WHERE o_cust = 4;
+-- a single table, and a key that is not the target's: routed
+INSERT INTO rollup2 SELECT l_order, l_price, l_no FROM lines WHERE l_no = 3;
+INSERT INTO rollup2_l SELECT l_order, l_price, l_no FROM lines_l WHERE l_no = 3;
+INSERT INTO rollup2 SELECT l_no, l_price, l_order FROM lines WHERE l_order < 50;
+INSERT INTO rollup2_l SELECT l_no, l_price, l_order FROM lines_l WHERE l_order < 50;
+SELECT same('rollup2', 'rollup2_l');
+SELECT count(*) AS misplaced FROM rollup2 r
+	WHERE NOT satisfies_hash_partition('rollup2'::regclass, 6, substr(tableoid::regclass::text, 10)::int, r_order);
 -- the rows go where PostgreSQL's own partitioning puts them
 SELECT count(*) AS misplaced FROM (
 	SELECT tableoid::regclass::text AS leaf, o_id FROM orders

@@ -234,3 +234,28 @@ cj_keys_equated(PlannerInfo *root, List *joinquals, bool ec_ok,
 	return true;
 }
 
+
+/*
+ * cj_tree_keeps_rows_of
+ *		Whether every result row of t has a real row of table base: no
+ *		outer join above it can put NULLs in its place.  Such a table's
+ *		partition key says which class a result row belongs to.
+ */
+bool
+cj_tree_keeps_rows_of(CjJoinTree *t, int base)
+{
+	if (t->is_base)
+		return t->base == base;
+	switch (t->jointype)
+	{
+		case JOIN_INNER:
+			return cj_tree_keeps_rows_of(t->outer, base) ||
+				cj_tree_keeps_rows_of(t->inner, base);
+		case JOIN_LEFT:
+		case JOIN_SEMI:
+		case JOIN_ANTI:
+			return cj_tree_keeps_rows_of(t->outer, base);
+		default:
+			return false;
+	}
+}

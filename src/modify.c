@@ -43,6 +43,9 @@
 #include "modify.h"
 #include "planner.h"
 #include "planner_internal.h"
+#include "twophase.h"
+
+bool		cj_planning_insert_source = false;
 
 /* a table the remote statement reads: the target or a colocated one */
 typedef struct WriteRel
@@ -85,6 +88,13 @@ cj_write_target(Oid relid, const char **why)
 		*why = NULL;
 	if (!colojoin_is_active() || get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
 		return false;
+	if (!cj_twophase_available())
+	{
+		/* an older version installed: no commit records, no write path */
+		if (why)
+			*why = "the installed version of the extension has no write path (ALTER EXTENSION colojoin UPDATE)";
+		return false;
+	}
 	t = cj_get_table(relid);
 	if (t == NULL || t->nclasses == 0)
 		return false;
@@ -831,6 +841,254 @@ conflict_clauses(Query *parse, CjTable *t, List **result, CjDeparseContext *dctx
 	return true;
 }
 
+/*
+ * remote_column
+ *		What target column i of an INSERT's rows is, traced through the
+ *		plan of its SELECT down to colojoin's scan: the position (from 1) of
+ *		the remote column that holds it, 0 for a constant (*c), -1 when it
+ *		is computed on the coordinator.
+ */
+static int
+remote_column(Plan *top, CustomScan *scan, int i, Const **c)
+{
+	Expr	   *e = ((TargetEntry *) list_nth(top->targetlist, i))->expr;
+
+	*c = NULL;
+	while (e && IsA(e, RelabelType))
+		e = ((RelabelType *) e)->arg;
+	if (IsA(e, Const))
+	{
+		*c = (Const *) e;
+		return 0;
+	}
+	if ((Plan *) scan != top)
+	{
+		/* a SubqueryScan over the scan: its Vars are the scan's outputs */
+		if (!IsA(e, Var) || ((Var *) e)->varattno <= 0 ||
+			((Var *) e)->varattno > list_length(scan->scan.plan.targetlist))
+			return -1;
+		e = ((TargetEntry *) list_nth(scan->scan.plan.targetlist,
+									  ((Var *) e)->varattno - 1))->expr;
+		while (e && IsA(e, RelabelType))
+			e = ((RelabelType *) e)->arg;
+		if (IsA(e, Const))
+		{
+			*c = (Const *) e;
+			return 0;
+		}
+	}
+	if (!IsA(e, Var) || ((Var *) e)->varno != INDEX_VAR ||
+		((Var *) e)->varattno <= 0 ||
+		((Var *) e)->varattno > list_length(scan->custom_scan_tlist))
+		return -1;
+	return ((Var *) e)->varattno;
+}
+
+/*
+ * pushed_insert
+ *		INSERT ... SELECT whose SELECT is one colojoin scan colocated with
+ *		the target on its partition key: each task becomes
+ *		"INSERT INTO <target leaf> SELECT ... FROM (<task>)" on its node,
+ *		and on the nodes of the leaf's replicas, which hold the task's
+ *		classes too.  No row travels.  NIL when the rows must be routed.
+ */
+static List *
+pushed_insert(Query *parse, CjTable *t, Plan *sub, Relation rel, List *conflict,
+			  List *rtable)
+{
+	CustomScan *scan;
+	List	   *priv;
+	List	   *in_place;
+	List	   *stmts = NIL;
+	int			natts = RelationGetNumberOfAttributes(rel);
+	int		   *remote = palloc0(sizeof(int) * natts);
+	Const	  **consts = palloc0(sizeof(Const *) * natts);
+	int			source_space = -1;
+	Oid			source_relid = InvalidOid;
+	CjTable    *st;
+	CjClassSpace *space;
+	List	   *reasons = NIL;
+	ListCell   *lc;
+	int			i,
+				p,
+				c;
+
+	if (parse->returningList != NIL || !colojoin_enable)
+		return NIL;
+	scan = (CustomScan *) sub;
+	if (IsA(sub, SubqueryScan) && ((SubqueryScan *) sub)->scan.plan.qual == NIL)
+		scan = (CustomScan *) ((SubqueryScan *) sub)->subplan;
+	if (!IsA(scan, CustomScan) || scan->methods != &cj_scan_methods ||
+		scan->scan.plan.qual != NIL || scan->custom_exprs != NIL ||
+		sub->initPlan != NIL || scan->scan.plan.initPlan != NIL)
+		return NIL;
+	priv = scan->custom_private;
+	if (list_length(priv) <= CJ_PRIVATE_IN_PLACE ||
+		list_nth(priv, CJ_PRIVATE_MOVES) != NIL)
+		return NIL;
+	in_place = (List *) list_nth(priv, CJ_PRIVATE_IN_PLACE);
+
+	for (i = 0; i < natts; i++)
+	{
+		remote[i] = remote_column(sub, scan, i, &consts[i]);
+		if (remote[i] < 0)
+			return NIL;
+	}
+
+	/* each key column of the target is the key column of one kept table */
+	for (p = 0; p < t->partnatts; p++)
+	{
+		Var		   *v;
+		ListCell   *lp;
+		int			found = -1;
+		Oid			vrelid;
+
+		if (t->partattrs[p] == 0 || remote[t->partattrs[p] - 1] <= 0)
+			return NIL;
+		v = (Var *) ((TargetEntry *) list_nth(scan->custom_scan_tlist,
+											  remote[t->partattrs[p] - 1] - 1))->expr;
+		if (!IsA(v, Var) || v->varlevelsup != 0)
+			return NIL;
+		/*
+		 * The scan's Vars name the final range table, the plan's record the
+		 * table: the same table twice (a self-join) is taken only when no
+		 * outer join can put NULLs in place of either.
+		 */
+		if (v->varno <= 0 || v->varno > list_length(rtable))
+			return NIL;
+		vrelid = rt_fetch(v->varno, rtable)->relid;
+		foreach(lp, in_place)
+		{
+			List	   *ip = (List *) lfirst(lp);
+			CjTable    *it = cj_get_table((Oid) intVal(lsecond(ip)));
+
+			if ((Oid) intVal(lsecond(ip)) != vrelid)
+				continue;
+			if (!intVal(lfourth(ip)))
+				return NIL;
+			if (found < 0 && it != NULL && p < it->partnatts &&
+				it->partattrs[p] == v->varattno &&
+				(source_space < 0 || source_space == intVal(lthird(ip))))
+			{
+				found = intVal(lthird(ip));
+				source_relid = vrelid;
+			}
+		}
+		if (found < 0)
+			return NIL;
+		source_space = found;
+	}
+	st = cj_get_table(source_relid);
+	if (st == NULL || st->partnatts != t->partnatts ||
+		!cj_schemes_compatible(st, t, &reasons))
+		return NIL;
+	space = cj_build_class_space(list_make2(st, t), &reasons);
+	if (space == NULL)
+		return NIL;
+	/* every class of either is a class of both: one to one */
+	for (c = 0; c < space->nclasses; c++)
+		if (CJ_MEMBER(space, c, 0) < 0 || CJ_MEMBER(space, c, 1) < 0 ||
+			t->classes[CJ_MEMBER(space, c, 1)].nleaves != 1)
+			return NIL;
+
+	foreach(lc, (List *) list_nth(priv, CJ_PRIVATE_TASKS))
+	{
+		List	   *task = (List *) lfirst(lc);
+		int			cs = intVal(list_nth((List *) list_nth(task, CJ_TASK_MEMBERS),
+										 source_space));
+		CjLeaf	   *leaf = NULL;
+		int			pl;
+
+		for (c = 0; c < space->nclasses && cs >= 0; c++)
+			if (CJ_MEMBER(space, c, 0) == cs)
+				leaf = &t->classes[CJ_MEMBER(space, c, 1)].leaves[0];
+		if (leaf == NULL)
+			return NIL;
+		for (pl = 0; pl < leaf->nplacements; pl++)
+		{
+			CjPlacement *place = &leaf->placements[pl];
+			const char *task_sql = NULL;
+			StringInfoData sql;
+			ListCell   *la;
+			bool		first = true;
+			int			k;
+
+			if ((Oid) intVal(list_nth(task, CJ_TASK_SERVER)) == place->serverid)
+				task_sql = strVal(list_nth(task, CJ_TASK_SQL));
+			foreach(la, (List *) list_nth(task, CJ_TASK_ALTERNATIVES))
+			{
+				List	   *alt = (List *) lfirst(la);
+
+				if (task_sql == NULL && (Oid) intVal(linitial(alt)) == place->serverid)
+					task_sql = strVal(lthird(alt));
+			}
+			if (task_sql == NULL)
+				return NIL;		/* a placement where the task cannot run */
+
+			initStringInfo(&sql);
+			appendStringInfo(&sql, "INSERT INTO %s AS r%d (",
+							 cj_qualified_name(place->remote_schema, place->remote_table),
+							 parse->resultRelation);
+			for (i = 0; i < natts; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
+
+				if (att->attisdropped || att->attgenerated)
+					continue;
+				appendStringInfo(&sql, "%s%s", first ? "" : ", ",
+								 cj_quote_ident(leaf->remote_colnames[i]));
+				first = false;
+			}
+			appendStringInfoString(&sql, ") SELECT ");
+			first = true;
+			for (i = 0; i < natts; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), i);
+
+				if (att->attisdropped || att->attgenerated)
+					continue;
+				if (!first)
+					appendStringInfoString(&sql, ", ");
+				first = false;
+				if (remote[i] > 0)
+				{
+					appendStringInfo(&sql, "s.c%d", remote[i]);
+					continue;
+				}
+				if (consts[i]->constisnull)
+					appendStringInfoString(&sql, "NULL");
+				else
+				{
+					Oid			out;
+					bool		varlena;
+
+					getTypeOutputInfo(consts[i]->consttype, &out, &varlena);
+					cj_append_literal(&sql, OidOutputFunctionCall(out, consts[i]->constvalue));
+				}
+				appendStringInfo(&sql, "::%s", cj_type_name(att->atttypid, att->atttypmod));
+			}
+			appendStringInfo(&sql, " FROM (%s) s(", task_sql);
+			for (k = 1; k <= list_length(scan->custom_scan_tlist); k++)
+				appendStringInfo(&sql, "%sc%d", k > 1 ? ", " : "", k);
+			appendStringInfoChar(&sql, ')');
+			foreach(la, conflict)
+			{
+				List	   *item = (List *) lfirst(la);
+
+				if ((Oid) intVal(linitial(item)) == leaf->relid)
+					appendStringInfoString(&sql, strVal(lsecond(item)));
+			}
+			stmts = lappend(stmts,
+							list_make5(makeInteger((int) place->serverid),
+									   makeString(cj_node_name(place->serverid)),
+									   makeString(sql.data),
+									   makeInteger(pl == 0 ? 1 : 0),
+									   makeInteger((int) leaf->relid)));
+		}
+	}
+	return stmts;
+}
+
 static PlannedStmt *
 plan_insert(Query *parse, const char *query_string, int cursorOptions,
 			ParamListInfo boundParams, CjPlannerFunc plan_fn)
@@ -869,7 +1127,17 @@ plan_insert(Query *parse, const char *query_string, int cursorOptions,
 	 */
 	q = copyObject(parse);
 	q->onConflict = NULL;
-	stmt = plan_fn(q, query_string, cursorOptions, boundParams);
+	/* its sharded tables read by colojoin, so that the nodes may insert */
+	cj_planning_insert_source = true;
+	PG_TRY();
+	{
+		stmt = plan_fn(q, query_string, cursorOptions, boundParams);
+	}
+	PG_FINALLY();
+	{
+		cj_planning_insert_source = false;
+	}
+	PG_END_TRY();
 	if (!IsA(stmt->planTree, ModifyTable))
 		return NULL;
 	mt = (ModifyTable *) stmt->planTree;
@@ -895,6 +1163,24 @@ plan_insert(Query *parse, const char *query_string, int cursorOptions,
 			scan_vars = lappend(scan_vars, makeVar(rti, i, att->atttypid,
 												   att->atttypmod,
 												   att->attcollation, 0));
+	}
+	/* colocated with the target: the nodes insert what they select */
+	if (conflict == NIL || dctx.params == NIL)
+	{
+		List	   *stmts = pushed_insert(parse, t, sub, rel, conflict,
+											  stmt->rtable);
+
+		if (stmts != NIL)
+		{
+			table_close(rel, NoLock);
+			priv = list_make5(makeInteger(CJ_MODIFY_STATEMENTS),
+							  makeInteger((int) rte->relid),
+							  makeString("INSERT"),
+							  makeInteger((int) rte->checkAsUser),
+							  makeInteger(0));
+			priv = lappend(lappend(priv, stmts), NIL);
+			return install_scan(stmt, make_modify_scan(priv, NIL, NIL, NIL, NIL));
+		}
 	}
 	table_close(rel, NoLock);
 

@@ -76,6 +76,13 @@ extern PlannedStmt *cj_plan_modify(Query *parse, const char *query_string,
  */
 extern bool cj_write_target(Oid relid, const char **why);
 
+/*
+ * true while PostgreSQL plans the rows of an INSERT into a sharded table:
+ * scans of sharded tables are then colojoin's (read_after_write.c), so
+ * that an INSERT ... SELECT colocated with its target runs on the nodes
+ */
+extern bool cj_planning_insert_source;
+
 /* is plan colojoin's write node? */
 extern bool cj_is_modify_plan(Plan *plan);
 

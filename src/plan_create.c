@@ -240,6 +240,15 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		t = lappend(t, makeString(cj_class_label(g->space, task->cls)));
 		t = lappend(t, makeInteger(remainder));
 		t = lappend(t, task_alternatives(g, task, scan_vars, spec, &sc));
+		{
+			List	   *members = NIL;
+			int			k;
+
+			for (k = 0; k < g->space->ntables; k++)
+				members = lappend(members,
+								  makeInteger(CJ_MEMBER(g->space, task->cls, k)));
+			t = lappend(t, members);
+		}
 		tasks = lappend(tasks, t);
 	}
 
@@ -311,6 +320,24 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 					appendStringInfo(&unused, "%s%s", unused.len ? " " : "", h->text);
 			}
 		private = lappend(private, makeString(unused.data));
+	}
+	{
+		List	   *in_place = NIL;
+		int			b = 0;
+
+		foreach(lc, g->rels)
+		{
+			CjBaseRel  *br = (CjBaseRel *) lfirst(lc);
+
+			if (br->space_index >= 0 && br->move == CJ_MOVE_NONE && br->table)
+				in_place = lappend(in_place,
+								   list_make4(makeInteger((int) br->rtindex),
+											  makeInteger((int) br->relid),
+											  makeInteger(br->space_index),
+											  makeInteger((g->tree == NULL || cj_tree_keeps_rows_of(g->tree, b)) ? 1 : 0)));
+			b++;
+		}
+		private = lappend(private, in_place);
 	}
 
 	cscan->scan.plan.targetlist = tlist;

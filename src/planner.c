@@ -2075,26 +2075,6 @@ cj_group_ntasks(CjJoinGroup *g)
 	return list_length(g->tasks);
 }
 
-/* is table t's every row part of every result row (no outer join nulls it)? */
-static bool
-tree_keeps_rows_of(CjJoinTree *t, int base)
-{
-	if (t->is_base)
-		return t->base == base;
-	switch (t->jointype)
-	{
-		case JOIN_INNER:
-			return tree_keeps_rows_of(t->outer, base) ||
-				tree_keeps_rows_of(t->inner, base);
-		case JOIN_LEFT:
-		case JOIN_SEMI:
-		case JOIN_ANTI:
-			return tree_keeps_rows_of(t->outer, base);
-		default:
-			return false;
-	}
-}
-
 bool
 cj_group_groups_by_key(CjJoinGroup *g, List *exprs)
 {
@@ -2105,7 +2085,7 @@ cj_group_groups_by_key(CjJoinGroup *g, List *exprs)
 		CjBaseRel  *br = lfirst(lc);
 		int			p;
 
-		if (!tree_keeps_rows_of(g->tree, foreach_current_index(lc)))
+		if (!cj_tree_keeps_rows_of(g->tree, foreach_current_index(lc)))
 			continue;
 
 		/*

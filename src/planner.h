@@ -32,6 +32,12 @@ typedef enum CjPrivateIndex
 	CJ_PRIVATE_MOVES,			/* List of moves, see below */
 	CJ_PRIVATE_HINTS_UNUSED,	/* String: the statement's hints no scan
 								 * followed when this one was planned */
+	CJ_PRIVATE_IN_PLACE,		/* List of [Integer rtindex, Integer relid,
+								 * Integer space index, Integer kept]: the
+								 * tables of the class space read where they
+								 * live; kept when every result row has a
+								 * real row of it (INSERT ... SELECT uses
+								 * it, modify.c) */
 	CJ_PRIVATE_COUNT
 } CjPrivateIndex;
 
@@ -46,6 +52,9 @@ typedef enum CjTaskIndex
 	CJ_TASK_HASH_REMAINDER,		/* Integer: hash remainder, -1 if not hash */
 	CJ_TASK_ALTERNATIVES,		/* List of [Integer server, String node,
 								 * String sql]: where else it can run */
+	CJ_TASK_MEMBERS,			/* List of Integer: the class of each table
+								 * of the class space this task reads, -1
+								 * for none */
 	CJ_TASK_COUNT
 } CjTaskIndex;
 

@@ -143,6 +143,7 @@ extern bool cj_clause_equates(List *clauses, Node *a, Node *b, Oid opfamily,
 							  bool identity);
 extern bool cj_keys_equated(PlannerInfo *root, List *joinquals, bool ec_ok,
 							CjBaseRel *a, CjBaseRel *b, int p);
+extern bool cj_tree_keeps_rows_of(CjJoinTree *t, int base);
 
 /*
  * repartition_key.c: how mb's rows are routed like the anchor's hash

@@ -16,6 +16,11 @@
  *	    colojoin declined) is refused with an error, never run to a wrong
  *	    answer.
  *
+ *	  The same scans are colojoin's while PostgreSQL plans the rows of an
+ *	  INSERT into a sharded table (modify.c): an INSERT ... SELECT whose
+ *	  SELECT is then one colojoin scan colocated with the target runs on
+ *	  the nodes.
+ *
  *	  The reverse case, writes through postgres_fdw first, is the
  *	  executor's (colojoin then stays out of the transaction's joins).
  *	  This file plans nothing else and writes nothing.
@@ -75,7 +80,8 @@ cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 {
 	if (prev_rel_pathlist)
 		prev_rel_pathlist(root, rel, rti, rte);
-	if (!cj_xact_has_dml() || rel->reloptkind != RELOPT_BASEREL ||
+	if (!(cj_xact_has_dml() || cj_planning_insert_source) ||
+		rel->reloptkind != RELOPT_BASEREL ||
 		rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE ||
 		!rte->inh || IS_DUMMY_REL(rel) || !colojoin_is_active())
 		return;

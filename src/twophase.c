@@ -122,6 +122,12 @@ records_relid(void)
 	return get_relname_relid("prepared_xacts", nsp);
 }
 
+bool
+cj_twophase_available(void)
+{
+	return OidIsValid(records_relid());
+}
+
 static Datum
 text_array(List *strings)
 {

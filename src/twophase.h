@@ -55,6 +55,12 @@ extern void cj_twophase_resolve_once(PGconn *conn, Oid serverid,
 /* a COMMIT PREPARED on serverid failed: check it again at the next connection */
 extern void cj_twophase_recheck(Oid serverid);
 
+/*
+ * cj_twophase_available: the installed extension has the commit records
+ * (version 1.2 on); colojoin's write path needs them.
+ */
+extern bool cj_twophase_available(void);
+
 /* the setting for tests (colojoin.debug_pause_after_prepare) and its wait */
 extern void cj_twophase_init(void);
 extern void cj_twophase_debug_pause(void);

@@ -71,6 +71,12 @@ like($coord->safe_psql('up', "EXPLAIN (COSTS OFF) $join"),
 my $shards_before = $coord->safe_psql('up',
 	'SELECT leaf, node, remote_relation, is_replica FROM colojoin.shards ORDER BY 1, 2');
 
+# 1.0 has no write path of its own: the write guard refuses a write that
+# would skip a replica
+my ($rc, $out, $err) = $coord->psql('up', 'INSERT INTO b VALUES (1, 1)');
+isnt($rc, 0, 'at 1.0, a write to a table with replicas is refused');
+like($err, qr/cannot insert into "b": leaves .* have replica placements/, 'naming the leaves');
+
 # --- the update -------------------------------------------------------------------
 
 $coord->safe_psql('up', 'ALTER EXTENSION colojoin UPDATE');
@@ -90,10 +96,16 @@ is( $coord->safe_psql(
 	'2|2|t',
 	'the new physical_node column names the database behind each server');
 
-# the write guard of this version refuses a write that would skip a replica
-my ($rc, $out, $err) = $coord->psql('up', 'INSERT INTO b VALUES (1, 1)');
-isnt($rc, 0, 'a write to a table with replicas is refused');
-like($err, qr/cannot insert into "b": leaves .* have replica placements/, 'naming the leaves');
+# this version writes every placement itself
+$coord->safe_psql('up', 'INSERT INTO b VALUES (1, 1); INSERT INTO lb VALUES (1, 1)');
+$expected = $coord->safe_psql('up', $ljoin);
+is($coord->safe_psql('up', $join), $expected, 'after the update a write reaches every placement');
+for my $r (0 .. 3)
+{
+	my $digest = "SELECT count(*), sum(w) FROM public.b_p$r";
+	is($node1->safe_psql('postgres', $digest), $node2->safe_psql('postgres', $digest),
+		"b_p$r: the replica equals its primary");
+}
 
 # --- pg_dump of the updated database restores ---------------------------------------
 
