@@ -91,13 +91,20 @@ CREATE FUNCTION prepared_left() RETURNS bigint LANGUAGE sql AS $$
 	WHERE fs.srvname LIKE 'wr\_n_'
 $$;
 
--- the first line of a statement's plan
+-- the top of a statement's plan, and for colojoin's writes how they run
 CREATE FUNCTION top_node(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
+	result text;
 BEGIN
-	EXECUTE 'EXPLAIN (COSTS OFF) ' || q INTO line;
-	RETURN line;
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		IF result IS NULL THEN
+			result := line;
+		ELSIF line ~ '^\s*(Routing|Statements):' THEN
+			result := result || ', ' || split_part(trim(line), ':', 1);
+		END IF;
+	END LOOP;
+	RETURN result;
 END $$;
 
 -- orders (hash 6 over three nodes), lines colocated with it, rollup too
@@ -155,10 +162,13 @@ INSERT INTO rollup2_l
 INSERT INTO rollup2 SELECT o_id, l_price, 0 FROM orders LEFT JOIN lines ON l_order = o_id AND l_no = 9 WHERE o_cust = 2;
 INSERT INTO rollup2_l SELECT o_id, l_price, 0 FROM orders_l LEFT JOIN lines_l ON l_order = o_id AND l_no = 9 WHERE o_cust = 2;
 -- the nullable side's key does not: its rows are routed
+SELECT top_node('INSERT INTO rollup2 SELECT o_id, l_price, 0 FROM orders LEFT JOIN lines ON l_order = o_id AND l_no = 9');
 SELECT top_node('INSERT INTO rollup2 SELECT l_order, o_total, 1 FROM orders LEFT JOIN lines ON l_order = o_id AND l_no = 9');
 INSERT INTO rollup2 SELECT l_order, o_total, 1 FROM orders LEFT JOIN lines ON l_order = o_id AND l_no = 9 WHERE o_cust = 4;
 INSERT INTO rollup2_l SELECT l_order, o_total, 1 FROM orders_l LEFT JOIN lines_l ON l_order = o_id AND l_no = 9 WHERE o_cust = 4;
--- a single table, and a key that is not the target's: routed
+-- a single table on its key: on the nodes; a key that is not the target's: routed
+SELECT top_node('INSERT INTO rollup2 SELECT l_order, l_price, l_no FROM lines WHERE l_no = 3');
+SELECT top_node('INSERT INTO rollup2 SELECT l_no, l_price, l_order FROM lines WHERE l_order < 50');
 INSERT INTO rollup2 SELECT l_order, l_price, l_no FROM lines WHERE l_no = 3;
 INSERT INTO rollup2_l SELECT l_order, l_price, l_no FROM lines_l WHERE l_no = 3;
 INSERT INTO rollup2 SELECT l_no, l_price, l_order FROM lines WHERE l_order < 50;

@@ -26,6 +26,7 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/transam.h"
 #include "catalog/pg_class.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -848,14 +849,35 @@ conflict_clauses(Query *parse, CjTable *t, List **result, CjDeparseContext *dctx
  *		the remote column that holds it, 0 for a constant (*c), -1 when it
  *		is computed on the coordinator.
  */
+/*
+ * strip_assignment
+ *		The expression under relabelling and the built-in casts PostgreSQL
+ *		adds to fit a value to its column (int4 to int8, a numeric's
+ *		typmod): the node's INSERT applies the same ones to the same value.
+ */
+static Expr *
+strip_assignment(Expr *e)
+{
+	for (;;)
+	{
+		if (e && IsA(e, RelabelType))
+			e = ((RelabelType *) e)->arg;
+		else if (e && IsA(e, FuncExpr) &&
+				 ((FuncExpr *) e)->funcformat == COERCE_IMPLICIT_CAST &&
+				 ((FuncExpr *) e)->funcid < FirstNormalObjectId &&
+				 ((FuncExpr *) e)->args != NIL)
+			e = (Expr *) linitial(((FuncExpr *) e)->args);
+		else
+			return e;
+	}
+}
+
 static int
 remote_column(Plan *top, CustomScan *scan, int i, Const **c)
 {
-	Expr	   *e = ((TargetEntry *) list_nth(top->targetlist, i))->expr;
+	Expr	   *e = strip_assignment(((TargetEntry *) list_nth(top->targetlist, i))->expr);
 
 	*c = NULL;
-	while (e && IsA(e, RelabelType))
-		e = ((RelabelType *) e)->arg;
 	if (IsA(e, Const))
 	{
 		*c = (Const *) e;
@@ -867,10 +889,8 @@ remote_column(Plan *top, CustomScan *scan, int i, Const **c)
 		if (!IsA(e, Var) || ((Var *) e)->varattno <= 0 ||
 			((Var *) e)->varattno > list_length(scan->scan.plan.targetlist))
 			return -1;
-		e = ((TargetEntry *) list_nth(scan->scan.plan.targetlist,
-									  ((Var *) e)->varattno - 1))->expr;
-		while (e && IsA(e, RelabelType))
-			e = ((RelabelType *) e)->arg;
+		e = strip_assignment(((TargetEntry *) list_nth(scan->scan.plan.targetlist,
+													   ((Var *) e)->varattno - 1))->expr);
 		if (IsA(e, Const))
 		{
 			*c = (Const *) e;
