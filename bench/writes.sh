@@ -20,6 +20,10 @@
 #   COPY  COPY lineitem_copy FROM a file of 1M lineitem rows (SCALE 1)
 # Each statement runs in a transaction that is rolled back (UPD, INS) or on
 # an emptied table (COPY), REPS times per configuration, interleaved.
+# Configurations: colojoin; colojoin reading and postgres_fdw writing
+# (colojoin.enable_writes = off), with and without batch_size 1000; native
+# PostgreSQL (colojoin.enable = off, partitionwise join and aggregation
+# on), with and without batch_size 1000; PostgreSQL's defaults.
 #
 # Settings: SCALE (default 1), REPS (default 3), CJ_PORT (default 22632),
 # CJ_CLUSTER_DIR (default /tmp/cj-bench-writes), BENCH_SKIP_BUILD=1.
@@ -94,6 +98,8 @@ CPY="COPY lineitem_copy FROM '$CJ_CLUSTER_DIR/lineitem.copy'"
 cfg_sql() {
 	case $1 in
 		colojoin) echo "SET colojoin.enable = on;" ;;
+		fdw_writes | fdw_writes_b1000) echo "SET colojoin.enable_writes = off;" ;;
+		pg_default) echo "SET colojoin.enable = off;" ;;
 		native) echo "SET colojoin.enable = off; SET enable_partitionwise_join = on; SET enable_partitionwise_aggregate = on;" ;;
 		native_b1000) echo "SET colojoin.enable = off; SET enable_partitionwise_join = on; SET enable_partitionwise_aggregate = on;" ;;
 	esac
@@ -112,7 +118,7 @@ batch_size() {
 # seconds of one run of statement $2 in configuration $1 (rolled back)
 time_one() {
 	local cfg=$1 stmt=$2 wrap=$3 t0 t1
-	[ "$cfg" = native_b1000 ] && batch_size 1000
+	case $cfg in *_b1000) batch_size 1000 ;; esac
 	if [ "$wrap" = copy ]; then
 		q -c "TRUNCATE lineitem_copy" >/dev/null
 	fi
@@ -123,7 +129,7 @@ time_one() {
 		printf '%s\n%s;\n' "$(cfg_sql "$cfg")" "$stmt" | q >/dev/null
 	fi
 	t1=$(date +%s.%N)
-	[ "$cfg" = native_b1000 ] && batch_size off
+	case $cfg in *_b1000) batch_size off ;; esac
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -155,19 +161,25 @@ printf '%s\n' "EXPLAIN (COSTS OFF) $UPD" | q | head -3
 
 say "timed runs (REPS=$REPS, interleaved)"
 run SEL "$SEL" plain colojoin
-run INS "$INS" rollback colojoin native native_b1000
-run UPD "$UPD" rollback colojoin native
-run COPY "$CPY" copy colojoin native_b1000
+run INS "$INS" rollback colojoin fdw_writes fdw_writes_b1000 native native_b1000
+run UPD "$UPD" rollback colojoin pg_default native
+run COPY "$CPY" copy colojoin native native_b1000
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 {
 	echo "# colojoin writes, $(date -u +%Y-%m-%dT%H:%MZ), SCALE=$SCALE, REPS=$REPS (medians, seconds)"
 	echo
-	echo "| statement | colojoin | native (postgres_fdw) | native, batch_size 1000 | ratio |"
-	echo "|---|---|---|---|---|"
-	echo "| INS INSERT ... SELECT colocated | ${T[INS.colojoin]} | ${T[INS.native]} | ${T[INS.native_b1000]} | $(ratio "${T[INS.native]}" "${T[INS.colojoin]}")x native, $(ratio "${T[INS.native_b1000]}" "${T[INS.colojoin]}")x batch 1000, $(ratio "${T[INS.colojoin]}" "${T[SEL.colojoin]}")x the SELECT alone (${T[SEL.colojoin]}) |"
-	echo "| UPD UPDATE ... FROM colocated | ${T[UPD.colojoin]} | ${T[UPD.native]} | - | $(ratio "${T[UPD.native]}" "${T[UPD.colojoin]}")x native |"
-	echo "| COPY $N_COPY lineitem rows | ${T[COPY.colojoin]} | - | ${T[COPY.native_b1000]} | $(ratio "${T[COPY.native_b1000]}" "${T[COPY.colojoin]}")x batch 1000 |"
+	echo "| statement | colojoin | colojoin reads, postgres_fdw writes | the same, batch_size 1000 | native (postgres_fdw, partitionwise) | native, batch_size 1000 | PostgreSQL defaults |"
+	echo "|---|---|---|---|---|---|---|"
+	echo "| INS INSERT ... SELECT colocated | ${T[INS.colojoin]} | ${T[INS.fdw_writes]} | ${T[INS.fdw_writes_b1000]} | ${T[INS.native]} | ${T[INS.native_b1000]} | - |"
+	echo "| UPD UPDATE ... FROM colocated | ${T[UPD.colojoin]} | - | - | ${T[UPD.native]} | - | ${T[UPD.pg_default]} |"
+	echo "| COPY $N_COPY lineitem rows | ${T[COPY.colojoin]} | - | - | ${T[COPY.native]} | ${T[COPY.native_b1000]} | - |"
+	echo
+	echo "Ratios (other / colojoin):"
+	echo
+	echo "- INS: $(ratio "${T[INS.fdw_writes]}" "${T[INS.colojoin]}")x postgres_fdw's default writes, $(ratio "${T[INS.fdw_writes_b1000]}" "${T[INS.colojoin]}")x with batch_size 1000, $(ratio "${T[INS.native]}" "${T[INS.colojoin]}")x native; colojoin's INS is $(ratio "${T[INS.colojoin]}" "${T[SEL.colojoin]}")x its SELECT alone (${T[SEL.colojoin]} s)"
+	echo "- UPD: $(ratio "${T[UPD.native]}" "${T[UPD.colojoin]}")x native (partitionwise), $(ratio "${T[UPD.pg_default]}" "${T[UPD.colojoin]}")x PostgreSQL defaults"
+	echo "- COPY: $(ratio "${T[COPY.native_b1000]}" "${T[COPY.colojoin]}")x postgres_fdw with batch_size 1000, $(ratio "${T[COPY.native]}" "${T[COPY.colojoin]}")x without"
 	echo
 	echo "Command: \`SCALE=$SCALE REPS=$REPS bench/writes.sh\`"
 } | tee "$REPORT"

@@ -335,6 +335,17 @@ EXPLAIN (COSTS OFF) SELECT * FROM orders WHERE o_cust = 1;
 UPDATE orders SET o_note = o_note WHERE o_id < 10;
 SELECT count(*) FROM orders_p0;
 ROLLBACK;
+-- TRUNCATE goes through postgres_fdw, which would neither see nor commit
+-- with the writes: refused
+BEGIN;
+INSERT INTO kv VALUES (7002, 'x');
+TRUNCATE kv;
+ROLLBACK;
+-- colojoin.enable_writes = off: postgres_fdw writes, as before
+SET colojoin.enable_writes = off;
+SELECT top_node('INSERT INTO orders VALUES (1, 1, 1, ''x'')');
+SELECT top_node('UPDATE orders SET o_cust = 1 WHERE o_id = 1');
+RESET colojoin.enable_writes;
 -- ANALYZE samples through postgres_fdw too: it says that it misses the writes
 BEGIN;
 INSERT INTO orders VALUES (7001, 1, 1, 'x');

@@ -30,6 +30,7 @@
 PG_MODULE_MAGIC;
 
 bool		colojoin_enable = true;
+bool		colojoin_enable_writes = true;
 bool		colojoin_enable_colocated_join = true;
 bool		colojoin_enable_redistribution = true;
 bool		colojoin_enable_broadcast = true;
@@ -89,6 +90,13 @@ define_settings(void)
 							 "Enables every colojoin plan.",
 							 "When off, PostgreSQL plans joins of sharded tables on its own.",
 							 &colojoin_enable,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_writes",
+							 "Enables colojoin's own INSERT, UPDATE, DELETE and COPY of sharded tables.",
+							 "When off (or when colojoin.enable is off), postgres_fdw writes them, and writes that would reach only the primary of a replicated leaf are refused.",
+							 &colojoin_enable_writes,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

@@ -21,6 +21,7 @@
 
 /* Settings (GUCs), defined in colojoin.c */
 extern bool colojoin_enable;
+extern bool colojoin_enable_writes;
 extern bool colojoin_enable_colocated_join;
 extern bool colojoin_enable_redistribution;
 extern bool colojoin_enable_broadcast;

@@ -87,7 +87,8 @@ cj_write_target(Oid relid, const char **why)
 
 	if (why)
 		*why = NULL;
-	if (!colojoin_is_active() || get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+	if (!colojoin_enable || !colojoin_enable_writes || !colojoin_is_active() ||
+		get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
 		return false;
 	if (!cj_twophase_available())
 	{

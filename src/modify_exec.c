@@ -499,15 +499,22 @@ explain_modify(CustomScanState *node, List *ancestors, ExplainState *es)
 								es);
 		else
 		{
+			List	   *all = NIL;
+
 			foreach(lc, st->stmts)
 			{
 				List	   *s = (List *) lfirst(lc);
+				char	   *text = psprintf("%s: %s", strVal(list_nth(s, CJ_MSTMT_NODE)),
+											strVal(list_nth(s, CJ_MSTMT_SQL)));
 
-				resetStringInfo(&buf);
-				appendStringInfo(&buf, "%s: %s", strVal(list_nth(s, CJ_MSTMT_NODE)),
-								 strVal(list_nth(s, CJ_MSTMT_SQL)));
-				ExplainPropertyText("Remote SQL", buf.data, es);
+				/* one line each in text; one list in the structured formats */
+				if (es->format == EXPLAIN_FORMAT_TEXT)
+					ExplainPropertyText("Remote SQL", text, es);
+				else
+					all = lappend(all, text);
 			}
+			if (es->format != EXPLAIN_FORMAT_TEXT)
+				ExplainPropertyList("Remote SQL", all, es);
 		}
 	}
 	if (es->analyze && st->done)

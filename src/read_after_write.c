@@ -29,6 +29,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "foreign/foreign.h"
@@ -38,6 +39,7 @@
 #include "optimizer/paths.h"
 #include "parser/parsetree.h"
 #include "tcop/utility.h"
+#include "utils/lsyscache.h"
 
 #include "colojoin.h"
 #include "connection.h"
@@ -45,9 +47,54 @@
 #include "metadata.h"
 #include "modify.h"
 
+static const char *written_node_of(Oid relid);
+
 static set_rel_pathlist_hook_type prev_rel_pathlist = NULL;
 static ExecutorStart_hook_type prev_executor_start = NULL;
 static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/*
+ * TRUNCATE, and COPY FROM that colojoin's write path did not take, write
+ * through postgres_fdw: after colojoin wrote on the same nodes they would
+ * neither see those writes nor commit with them.
+ */
+static void
+refuse_fdw_utility(Node *parsetree)
+{
+	List	   *rels = NIL;
+	ListCell   *lc;
+
+	if (IsA(parsetree, TruncateStmt))
+		rels = ((TruncateStmt *) parsetree)->relations;
+	else if (IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from &&
+			 ((CopyStmt *) parsetree)->relation != NULL)
+		rels = list_make1(((CopyStmt *) parsetree)->relation);
+	foreach(lc, rels)
+	{
+		Oid			relid = RangeVarGetRelid(lfirst_node(RangeVar, lc), NoLock, true);
+		const char *node = NULL;
+
+		if (!OidIsValid(relid))
+			continue;
+		if (get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE)
+		{
+			Oid			server = GetForeignTable(relid)->serverid;
+
+			if (cj_write_slot(server, GetUserId()) >= 0)
+				node = cj_node_name(server);
+		}
+		else if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+			node = written_node_of(relid);
+		if (node != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot %s \"%s\" through postgres_fdw after this transaction wrote on node \"%s\" through colojoin",
+							IsA(parsetree, TruncateStmt) ? "truncate" : "copy into",
+							get_rel_name(relid), node),
+					 errdetail("postgres_fdw's connections neither see colojoin's uncommitted writes nor commit with them."),
+					 errhint("Commit the writes first.")));
+	}
+}
 
 /*
  * ANALYZE samples foreign tables through postgres_fdw: in a transaction
@@ -60,6 +107,8 @@ cj_raw_process_utility(PlannedStmt *pstmt, const char *queryString,
 					   ParamListInfo params, QueryEnvironment *queryEnv,
 					   DestReceiver *dest, QueryCompletion *qc)
 {
+	if (cj_xact_has_dml())
+		refuse_fdw_utility(pstmt->utilityStmt);
 	if (IsA(pstmt->utilityStmt, VacuumStmt) && cj_xact_has_dml())
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
