@@ -42,7 +42,8 @@ OBJS = \
 	src/modify_exec.o \
 	src/insert_route.o \
 	src/copy_from.o \
-	src/read_after_write.o
+	src/read_after_write.o \
+	src/placement_health.o
 
 EXTENSION = colojoin
 DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql colojoin--1.1--1.2.sql

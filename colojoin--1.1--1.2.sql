@@ -33,3 +33,56 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'colojoin_recover_prepared_transactions'
 LANGUAGE C VOLATILE;
 REVOKE ALL ON FUNCTION colojoin.recover_prepared_transactions() FROM PUBLIC;
+
+/*
+ * Placements that missed a write: their node could not be reached while a
+ * write went to every placement of the leaf and the others took it.  A row
+ * is written in the same transaction as that write; such a placement is
+ * never read or written until colojoin.repair_placement() copies the leaf
+ * back into it and removes the row.
+ */
+CREATE TABLE colojoin.stale_placements (
+	leaf regclass NOT NULL,
+	server name NOT NULL,
+	since timestamptz NOT NULL DEFAULT pg_catalog.now(),
+	reason text,
+	PRIMARY KEY (leaf, server)
+);
+REVOKE ALL ON colojoin.stale_placements FROM PUBLIC;
+GRANT SELECT ON colojoin.stale_placements TO PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('colojoin.stale_placements', '');
+CREATE TRIGGER stale_placements_changed
+	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON colojoin.stale_placements
+	FOR EACH STATEMENT EXECUTE FUNCTION colojoin.replicas_changed();
+
+CREATE FUNCTION colojoin.repair_placement(leaf regclass, server name)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'colojoin_repair_placement'
+LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION colojoin.repair_placement(regclass, name) IS
+	'copy a leaf from a healthy placement into its stale placement on server, and read and write it again';
+
+/* the shards view gains each placement's state */
+DROP VIEW colojoin.shards;
+DROP FUNCTION colojoin.shard_placements();
+
+CREATE FUNCTION colojoin.shard_placements(
+	OUT table_name regclass,
+	OUT leaf regclass,
+	OUT bound text,
+	OUT partition_class integer,
+	OUT node name,
+	OUT remote_relation text,
+	OUT is_replica boolean,
+	OUT physical_node text,
+	OUT partition_key text,
+	OUT state text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'colojoin_shard_placements'
+LANGUAGE C STABLE;
+
+CREATE VIEW colojoin.shards AS
+	SELECT * FROM colojoin.shard_placements();
+COMMENT ON VIEW colojoin.shards IS
+	'every placement of every leaf of every sharded table; bound and partition_class are those of the leaf''s top-level partition (its partition class); physical_node is the database the placement''s server reaches, NULL while it cannot be reached; partition_key the table''s partitioning, as psql \d+ shows it; state healthy, or stale (missed a write, see colojoin.stale_placements)';
+GRANT SELECT ON colojoin.shards TO PUBLIC;

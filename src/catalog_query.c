@@ -3,18 +3,25 @@
  * catalog_query.c
  *	  Reading lists of OIDs out of the local catalogs through SPI, for the
  *	  SQL functions that walk every sharded table or every recorded leaf
- *	  (the shards view, refresh_statistics, drop_shards).
+ *	  (the shards view, refresh_statistics, drop_shards), and writing
+ *	  colojoin's own tables (replicas, commit records, stale placements) as
+ *	  their owner.
  *
- *	  A leaf module: it runs the query it is given as the current user and
- *	  knows nothing of what the OIDs mean.  Callers that must read as
- *	  another role switch roles around the call.
+ *	  A leaf module: it runs the statements it is given and knows nothing of
+ *	  what they mean.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 #include "catalog_query.h"
 
@@ -69,4 +76,41 @@ cj_top_level_partitioned_tables(void)
 						 " AND c.relpersistence <> 't'"
 						 " ORDER BY n.nspname, c.relname",
 						 0, NULL, NULL);
+}
+
+/*
+ * cj_write_as_owner
+ *		See catalog_query.h.  Also usable at pre-commit, where no snapshot
+ *		is active any more.
+ */
+uint64
+cj_write_as_owner(Oid tablerelid, const char *sql, int nargs, Oid *argtypes,
+				  Datum *args, int expected)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	HeapTuple	tuple;
+	Oid			owner;
+	uint64		processed;
+
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(tablerelid));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", tablerelid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner, save_sec_context |
+						   SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args(sql, nargs, argtypes, args, NULL, false, 0) != expected)
+		elog(ERROR, "could not update %s", get_rel_name(tablerelid));
+	processed = SPI_processed;
+	SPI_finish();
+	PopActiveSnapshot();
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	return processed;
 }

@@ -2,7 +2,8 @@
  *
  * catalog_query.h
  *	  Lists of OIDs read from the local catalogs through SPI, shared by the
- *	  SQL functions that walk sharded tables.
+ *	  SQL functions that walk sharded tables, and writes of colojoin's own
+ *	  tables as their owner.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,5 +18,15 @@ extern List *cj_query_oids(const char *sql, int nargs, Oid *argtypes,
 
 /* the database's top-level partitioned tables, by schema and name */
 extern List *cj_top_level_partitioned_tables(void);
+
+/*
+ * cj_write_as_owner: run sql (an INSERT, UPDATE or DELETE of one of
+ * colojoin's own tables, tablerelid) through SPI as that table's owner, with
+ * an active snapshot; expected is SPI's result code for it.  Callers have
+ * checked what the current user may do: the tables themselves are not
+ * writable by ordinary users.  Returns the rows processed.
+ */
+extern uint64 cj_write_as_owner(Oid tablerelid, const char *sql, int nargs,
+								Oid *argtypes, Datum *args, int expected);
 
 #endif							/* COLOJOIN_CATALOG_QUERY_H */

@@ -3330,3 +3330,32 @@ cj_xact_has_dml(void)
 {
 	return cj_write_slots != NIL;
 }
+
+/*
+ * cj_try_write_connection
+ *		See connection.h: cj_get_write_connection, or NULL (with the reason)
+ *		when the node cannot be reached at all.  A node this transaction
+ *		already wrote on is never "unreachable" here: losing it is an error.
+ */
+CjConnection *
+cj_try_write_connection(Oid serverid, Oid userid, char **reason)
+{
+	int			slot = cj_write_slot(serverid, userid);
+
+	*reason = NULL;
+	if (slot < 0)
+	{
+		/* the slot a first write would pick, tried without an error */
+		for (slot = 0;; slot++)
+		{
+			CjConnection *c = lookup_entry(serverid, userid, slot, false);
+
+			if (c == NULL || !(c->in_flight || c->owner != NULL ||
+							   (c->xact_open && (c->exported || c->used_temp))))
+				break;
+		}
+		if (!cj_conn_try_connect(serverid, userid, slot, reason))
+			return NULL;
+	}
+	return cj_get_write_connection(serverid, userid);
+}

@@ -207,6 +207,9 @@ extern void cj_conn_set_cursor_open(CjConnection *conn, bool open);
  * cj_conn_note_temp: a move created temporary tables through conn.
  */
 extern CjConnection *cj_get_write_connection(Oid serverid, Oid userid);
+/* the same, or NULL with the reason when the node cannot be reached */
+extern CjConnection *cj_try_write_connection(Oid serverid, Oid userid,
+											 char **reason);
 extern int	cj_write_slot(Oid serverid, Oid userid);
 extern void cj_conn_note_dml(CjConnection *conn);
 extern void cj_check_two_phase(List *conns);

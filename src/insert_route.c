@@ -44,6 +44,7 @@
 #include "deparse.h"
 #include "insert_route.h"
 #include "metadata.h"
+#include "placement_health.h"
 #include "row_decode.h"
 
 /* a batch goes out at this size (COPY) or row count (INSERT ... VALUES) */
@@ -431,9 +432,15 @@ check_batches(CjRouter *r)
 		if (b->nrows == 0)
 			continue;
 		for (p = 0; p < b->leaf->nplacements; p++)
-			conns = lappend(conns,
-							cj_get_write_connection(b->leaf->placements[p].serverid,
-													r->userid));
+		{
+			char	   *why;
+			CjConnection *conn = cj_try_write_connection(b->leaf->placements[p].serverid,
+														 r->userid, &why);
+
+			/* a node that is down is marked stale when its batch goes out */
+			if (conn != NULL)
+				conns = lappend(conns, conn);
+		}
 	}
 	cj_check_two_phase(conns);
 	list_free(conns);
@@ -450,10 +457,9 @@ flush_batch(CjRouter *r, LeafBatch *b)
 
 	if (b->nrows == 0)
 		return;
+	/* placements whose node is down are marked stale, the others written */
+	conns = cj_health_write_connections(b->leaf, r->userid);
 	check_batches(r);
-	for (p = 0; p < b->leaf->nplacements; p++)
-		conns = lappend(conns, cj_get_write_connection(b->leaf->placements[p].serverid,
-													   r->userid));
 
 	p = 0;
 	foreach(lc, conns)
@@ -462,7 +468,11 @@ flush_batch(CjRouter *r, LeafBatch *b)
 		CjPlacement *pl = &b->leaf->placements[p];
 		StringInfoData sql;
 		int64		count;
+		bool		first = (primary_count < 0);
 
+		p++;
+		if (conn == NULL)
+			continue;			/* its node is down: marked stale */
 		initStringInfo(&sql);
 		cj_conn_note_dml(conn);
 		if (!r->use_values)
@@ -489,7 +499,7 @@ flush_batch(CjRouter *r, LeafBatch *b)
 			appendBinaryStringInfo(&sql, b->data.data, b->data.len);
 			if (b->conflict)
 				appendStringInfoString(&sql, b->conflict);
-			if (r->returning && p == 0)
+			if (r->returning && first)
 			{
 				appendStringInfoString(&sql, " RETURNING");
 				append_columns(&sql, r, b->leaf, true);
@@ -498,7 +508,7 @@ flush_batch(CjRouter *r, LeafBatch *b)
 								b->label);
 			res = cj_conn_collect(conn, sql.data, b->label);
 			count = atoll(PQcmdTuples(res));
-			if (r->returning && p == 0 && r->returned != NULL)
+			if (r->returning && first && r->returned != NULL)
 			{
 				for (i = 0; i < PQntuples(res); i++)
 				{
@@ -517,7 +527,7 @@ flush_batch(CjRouter *r, LeafBatch *b)
 			}
 			PQclear(res);
 		}
-		if (p == 0)
+		if (first)
 		{
 			primary_count = count;
 			r->rows += count;
@@ -531,7 +541,6 @@ flush_batch(CjRouter *r, LeafBatch *b)
 					 errdetail("The placements of the leaf no longer hold the same rows; the transaction is rolled back so that they do not drift further apart."),
 					 errhint("Compare the placements and repair the replica (drop it and add it again).")));
 		count_node_rows(r, pl->serverid, count);
-		p++;
 	}
 	r->buffered -= b->data.len;
 	resetStringInfo(&b->data);

@@ -107,6 +107,10 @@ static CjTableCache *stale_tables = NULL;
 static Oid	replicas_relid = InvalidOid;
 static bool replicas_relid_known = false;
 
+/* the same for colojoin.stale_placements */
+static Oid	stale_relid = InvalidOid;
+static bool stale_relid_known = false;
+
 /*
  * Invalidations that arrive while a table is being built (opening partitions
  * takes locks, which processes pending invalidations) are recorded here, so
@@ -241,10 +245,13 @@ cj_relcache_callback(Datum arg, Oid relid)
 {
 	bool		all = !OidIsValid(relid);
 
-	/* a change of colojoin.replicas may concern any table */
-	if (all || (replicas_relid_known && relid == replicas_relid))
+	/* a change of colojoin.replicas or stale_placements may concern any table */
+	if (all || (replicas_relid_known && relid == replicas_relid) ||
+		(stale_relid_known && relid == stale_relid))
 	{
 		replicas_relid_known = false;
+		stale_relid_known = false;
+		stale_relid_known = false;
 		all = true;
 	}
 	note_build_inval(relid, all);
@@ -278,6 +285,7 @@ cj_namespace_callback(Datum arg, int cacheid, uint32 hashvalue)
 {
 	/* CREATE/DROP EXTENSION and schema renames land here */
 	replicas_relid_known = false;
+	stale_relid_known = false;
 	cj_syscache_callback(arg, cacheid, hashvalue);
 }
 
@@ -318,7 +326,10 @@ void
 cj_metadata_invalidate(Oid relid)
 {
 	if (!OidIsValid(relid))
+	{
 		replicas_relid_known = false;
+		stale_relid_known = false;
+	}
 	note_build_inval(relid, !OidIsValid(relid));
 	invalidate_entries(relid, !OidIsValid(relid));
 }
@@ -389,6 +400,26 @@ cj_node_name(Oid serverid)
 	if (server == NULL)
 		return psprintf("server %u", serverid);
 	return pstrdup(server->servername);
+}
+
+/*
+ * cj_stale_relid
+ *		OID of table colojoin.stale_placements, or InvalidOid when the
+ *		installed version has none.
+ */
+Oid
+cj_stale_relid(void)
+{
+	Oid			nspid;
+
+	if (!colojoin_is_active())
+		return InvalidOid;
+	if (stale_relid_known)
+		return stale_relid;
+	nspid = get_namespace_oid(COLOJOIN_SCHEMA, true);
+	stale_relid = OidIsValid(nspid) ? get_relname_relid("stale_placements", nspid) : InvalidOid;
+	stale_relid_known = true;
+	return stale_relid;
 }
 
 /*
@@ -672,6 +703,61 @@ add_replicas(CjTableCache *tc)
 }
 
 /*
+ * Take the placements listed in colojoin.stale_placements out of the
+ * leaves' placements (into their stale lists): nothing plans reads or
+ * writes of them.  The write path marks a placement stale only when
+ * another one of the leaf took the write, so a leaf keeps one.
+ */
+static void
+remove_stale(CjTableCache *tc)
+{
+	Oid			relid = cj_stale_relid();
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	if (!OidIsValid(relid))
+		return;
+	rel = table_open(relid, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while ((tuple = systable_getnext(scan)) != NULL)
+	{
+		bool		isnull;
+		Datum		leafd = heap_getattr(tuple, 1, RelationGetDescr(rel), &isnull);
+		Datum		serverd;
+		CjRelPos   *pos;
+		CjLeaf	   *leaf;
+		Oid			serverid;
+		int			p;
+
+		if (isnull)
+			continue;
+		serverd = heap_getattr(tuple, 2, RelationGetDescr(rel), &isnull);
+		if (isnull)
+			continue;
+		pos = find_relpos(tc, DatumGetObjectId(leafd));
+		if (pos == NULL || pos->leaf < 0)
+			continue;
+		serverid = get_foreign_server_oid(NameStr(*DatumGetName(serverd)), true);
+		leaf = &tc->pub.classes[pos->cls].leaves[pos->leaf];
+		for (p = 0; p < leaf->nplacements; p++)
+		{
+			if (leaf->placements[p].serverid != serverid)
+				continue;
+			if (leaf->stale == NULL)
+				leaf->stale = palloc0(sizeof(CjPlacement) * leaf->nplacements);
+			leaf->stale[leaf->nstale++] = leaf->placements[p];
+			memmove(&leaf->placements[p], &leaf->placements[p + 1],
+					sizeof(CjPlacement) * (leaf->nplacements - p - 1));
+			leaf->nplacements--;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+}
+
+/*
  * Build the metadata of partitioned table rel into a new context (a child
  * of the caller's context, so that an error cannot leak it).
  */
@@ -782,6 +868,7 @@ build_table(Relation rel)
 	qsort(tc->rels, tc->nrels, sizeof(CjRelPos), relpos_cmp);
 
 	add_replicas(tc);
+	remove_stale(tc);
 
 	for (c = 0; c < t->nclasses; c++)
 		t->classes[c].nodes = cj_common_nodes(&t->classes[c], NULL);

@@ -38,6 +38,14 @@ typedef struct CjLeaf
 	CjPlacement *placements;
 
 	/*
+	 * Placements that missed a write (colojoin.stale_placements): not in
+	 * placements, so nothing reads or writes them, until
+	 * colojoin.repair_placement brings them back.
+	 */
+	int			nstale;
+	CjPlacement *stale;
+
+	/*
 	 * Remote column name of each column of the sharded (top-level) table,
 	 * indexed by the top-level table's attno - 1; NULL for dropped columns.
 	 * Honours postgres_fdw's column_name option and attnos that differ
@@ -115,6 +123,9 @@ extern bool cj_is_postgres_fdw_server(Oid serverid);
 
 /* OID of table colojoin.replicas (InvalidOid when the extension is absent) */
 extern Oid	cj_replicas_relid(void);
+
+/* OID of table colojoin.stale_placements (InvalidOid before version 1.2) */
+extern Oid	cj_stale_relid(void);
 
 /* Invalidate cached metadata of one table (or all, with InvalidOid) */
 extern void cj_metadata_invalidate(Oid relid);

@@ -673,7 +673,8 @@ plan_update_delete(Query *parse, const char *query_string, int cursorOptions,
 					cj_deparse_expr(&sql, (Expr *) lfirst(lc2), &dctx);
 					first = false;
 				}
-				if (p == 0 && scan_vars != NIL)
+				/* every placement returns: a replica answers for a stale primary */
+				if (scan_vars != NIL)
 				{
 					first = true;
 					foreach(lc2, scan_vars)
@@ -687,7 +688,7 @@ plan_update_delete(Query *parse, const char *query_string, int cursorOptions,
 								list_make5(makeInteger((int) pl->serverid),
 										   makeString(cj_node_name(pl->serverid)),
 										   makeString(sql.data),
-										   makeInteger(p == 0 ? 1 : 0),
+										   makeInteger(p),
 										   makeInteger((int) leaf->relid)));
 			}
 		}
@@ -1103,7 +1104,7 @@ pushed_insert(Query *parse, CjTable *t, Plan *sub, Relation rel, List *conflict,
 							list_make5(makeInteger((int) place->serverid),
 									   makeString(cj_node_name(place->serverid)),
 									   makeString(sql.data),
-									   makeInteger(pl == 0 ? 1 : 0),
+									   makeInteger(pl),
 									   makeInteger((int) leaf->relid)));
 		}
 	}

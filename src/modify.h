@@ -50,7 +50,8 @@ typedef enum CjModifyStmtIndex
 	CJ_MSTMT_SERVER,			/* Integer: server OID */
 	CJ_MSTMT_NODE,				/* String: node name */
 	CJ_MSTMT_SQL,				/* String: the remote statement */
-	CJ_MSTMT_PRIMARY,			/* Integer: 1 for the primary placement */
+	CJ_MSTMT_PLACEMENT,			/* Integer: the placement's index in the
+								 * leaf's placements, 0 for the primary */
 	CJ_MSTMT_LEAF,				/* Integer: the leaf's OID */
 	CJ_MSTMT_COUNT
 } CjModifyStmtIndex;

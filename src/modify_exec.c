@@ -33,6 +33,7 @@
 #include "insert_route.h"
 #include "metadata.h"
 #include "modify.h"
+#include "placement_health.h"
 #include "row_decode.h"
 
 typedef struct CjModifyState
@@ -189,16 +190,17 @@ keep_returned(CjModifyState *st, PGresult *res)
 	}
 }
 
-/* one leaf's counts: its primary's, and what each replica did */
+/* one leaf's counts: its reference placement's, and what each other did */
 typedef struct LeafCount
 {
 	Oid			leaf;
-	int64		primary;		/* -1 until known */
-	List	   *replicas;		/* of [String node, int64 *] */
+	int			ref;			/* index of the placement that answers */
+	int64		count;			/* its count, -1 until known */
+	List	   *others;			/* of [String node, int64 *] */
 } LeafCount;
 
 static LeafCount *
-leaf_count(List **counts, Oid leaf)
+leaf_count(List **counts, Oid leaf, bool create)
 {
 	ListCell   *lc;
 	LeafCount  *lcnt;
@@ -208,17 +210,28 @@ leaf_count(List **counts, Oid leaf)
 		if (((LeafCount *) lfirst(lc))->leaf == leaf)
 			return (LeafCount *) lfirst(lc);
 	}
+	if (!create)
+		return NULL;
 	lcnt = palloc0(sizeof(LeafCount));
 	lcnt->leaf = leaf;
-	lcnt->primary = -1;
+	lcnt->ref = INT_MAX;
+	lcnt->count = -1;
 	*counts = lappend(*counts, lcnt);
 	return lcnt;
 }
 
+#define STMT_LEAF(s) ((Oid) intVal(list_nth((s), CJ_MSTMT_LEAF)))
+#define STMT_SERVER(s) ((Oid) intVal(list_nth((s), CJ_MSTMT_SERVER)))
+#define STMT_PLACEMENT(s) intVal(list_nth((s), CJ_MSTMT_PLACEMENT))
+
 /*
  * run_statements
  *		Every statement of the plan, a round at a time: each node with
- *		statements left gets its next one, then every answer is read.
+ *		statements left gets its next one, then every answer is read.  A
+ *		node that cannot be reached loses its statements when each of their
+ *		leaves has another placement that takes them (the placements there
+ *		are marked stale); the first placement of a leaf that runs answers
+ *		for it (count, RETURNING), the others must agree with it.
  */
 static void
 run_statements(CjModifyState *st)
@@ -226,38 +239,104 @@ run_statements(CjModifyState *st)
 	List	   *servers = NIL;
 	List	   *queues = NIL;
 	List	   *conns = NIL;
+	List	   *live = NIL;
 	List	   *counts = NIL;
+	List	   *stale = NIL;
 	ListCell   *lc;
 	ListCell   *lq;
 	bool		more = true;
 
+	/* the nodes, and which of them answer */
+	foreach(lc, st->stmts)
+	{
+		Oid			server = STMT_SERVER((List *) lfirst(lc));
+
+		if (!list_member_oid(servers, server))
+			servers = lappend_oid(servers, server);
+	}
+	foreach(lc, servers)
+	{
+		char	   *why = NULL;
+		CjConnection *conn = cj_try_write_connection(lfirst_oid(lc), st->userid, &why);
+
+		conns = lappend(conns, conn);
+		if (conn != NULL)
+			live = lappend(live, conn);
+		else
+			stale = lappend(stale, list_make2(makeInteger((int) lfirst_oid(lc)),
+											  makeString(why)));
+	}
+
+	/* each leaf's answering placement: the first one on a node that is up */
 	foreach(lc, st->stmts)
 	{
 		List	   *s = (List *) lfirst(lc);
-		Oid			server = (Oid) intVal(list_nth(s, CJ_MSTMT_SERVER));
-		int			i = list_member_oid(servers, server) ? 0 : -1;
+		LeafCount  *lcnt = leaf_count(&counts, STMT_LEAF(s), true);
 		ListCell   *ls;
+		int			i = 0;
 
-		if (i < 0)
-		{
-			servers = lappend_oid(servers, server);
-			queues = lappend(queues, NIL);
-		}
-		i = 0;
 		foreach(ls, servers)
 		{
-			if (lfirst_oid(ls) == server)
+			if (lfirst_oid(ls) == STMT_SERVER(s))
 				break;
 			i++;
+		}
+		if (list_nth(conns, i) != NULL && STMT_PLACEMENT(s) < lcnt->ref)
+			lcnt->ref = STMT_PLACEMENT(s);
+	}
+	foreach(lc, counts)
+	{
+		LeafCount  *lcnt = (LeafCount *) lfirst(lc);
+
+		if (lcnt->ref == INT_MAX || (stale != NIL && !OidIsValid(cj_stale_relid())))
+		{
+			List	   *down = (List *) linitial(stale);
+
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("could not connect to node \"%s\": no placement of leaf \"%s\" can take the write",
+							cj_node_name((Oid) intVal(linitial(down))),
+							get_rel_name(lcnt->leaf)),
+					 errdetail_internal("%s", strVal(lsecond(down)))));
+		}
+	}
+
+	/* the statements of live nodes, queued per node; the others' leaves go stale */
+	foreach(lc, servers)
+		queues = lappend(queues, NIL);
+	foreach(lc, st->stmts)
+	{
+		List	   *s = (List *) lfirst(lc);
+		ListCell   *ls;
+		int			i = 0;
+
+		foreach(ls, servers)
+		{
+			if (lfirst_oid(ls) == STMT_SERVER(s))
+				break;
+			i++;
+		}
+		if (list_nth(conns, i) == NULL)
+		{
+			ListCell   *ld;
+
+			foreach(ld, stale)
+			{
+				List	   *down = (List *) lfirst(ld);
+
+				if ((Oid) intVal(linitial(down)) == STMT_SERVER(s))
+					cj_health_mark_stale(STMT_LEAF(s), STMT_SERVER(s),
+										 psprintf("could not connect: %s",
+												  strVal(lsecond(down))));
+			}
+			continue;
 		}
 		list_nth_cell(queues, i)->ptr_value =
 			lappend((List *) list_nth(queues, i), s);
 	}
 
-	/* open everything (no write yet) and check that it can commit */
-	foreach(lc, servers)
-		conns = lappend(conns, cj_get_write_connection(lfirst_oid(lc), st->userid));
-	cj_check_two_phase(conns);
+	/* no write yet: check that all of it can commit */
+	cj_check_two_phase(live);
 
 	while (more)
 	{
@@ -283,7 +362,7 @@ run_statements(CjModifyState *st)
 			cj_conn_send_params(conn, strVal(list_nth(s, CJ_MSTMT_SQL)),
 								st->nparams, st->param_values,
 								psprintf("%s of leaf %s", st->verb,
-										 get_rel_name((Oid) intVal(list_nth(s, CJ_MSTMT_LEAF)))));
+										 get_rel_name(STMT_LEAF(s))));
 			sent = lappend(sent, s);
 			more = true;
 		}
@@ -299,12 +378,12 @@ run_statements(CjModifyState *st)
 				continue;
 			res = cj_conn_collect(conn, strVal(list_nth(s, CJ_MSTMT_SQL)),
 								  psprintf("%s of leaf %s", st->verb,
-										   get_rel_name((Oid) intVal(list_nth(s, CJ_MSTMT_LEAF)))));
+										   get_rel_name(STMT_LEAF(s))));
 			n = atoll(PQcmdTuples(res));
-			lcnt = leaf_count(&counts, (Oid) intVal(list_nth(s, CJ_MSTMT_LEAF)));
-			if (intVal(list_nth(s, CJ_MSTMT_PRIMARY)))
+			lcnt = leaf_count(&counts, STMT_LEAF(s), false);
+			if (STMT_PLACEMENT(s) == lcnt->ref)
 			{
-				lcnt->primary = n;
+				lcnt->count = n;
 				st->rows += n;
 				if (st->returning)
 					keep_returned(st, res);
@@ -314,8 +393,8 @@ run_statements(CjModifyState *st)
 				int64	   *v = palloc(sizeof(int64));
 
 				*v = n;
-				lcnt->replicas = lappend(lcnt->replicas,
-										 list_make2(list_nth(s, CJ_MSTMT_NODE), v));
+				lcnt->others = lappend(lcnt->others,
+									   list_make2(list_nth(s, CJ_MSTMT_NODE), v));
 			}
 			count_node_rows(st, strVal(list_nth(s, CJ_MSTMT_NODE)), n);
 			PQclear(res);
@@ -327,17 +406,17 @@ run_statements(CjModifyState *st)
 		LeafCount  *lcnt = (LeafCount *) lfirst(lc);
 		ListCell   *lr;
 
-		foreach(lr, lcnt->replicas)
+		foreach(lr, lcnt->others)
 		{
 			List	   *r = (List *) lfirst(lr);
 			int64		n = *(int64 *) lsecond(r);
 
-			if (n != lcnt->primary)
+			if (n != lcnt->count)
 				ereport(ERROR,
 						(errcode(ERRCODE_DATA_CORRUPTED),
 						 errmsg("replica of leaf \"%s\" on node \"%s\" changed " INT64_FORMAT " rows where its primary changed " INT64_FORMAT,
 								get_rel_name(lcnt->leaf), strVal(linitial(r)),
-								n, lcnt->primary),
+								n, lcnt->count),
 						 errdetail("The placements of the leaf no longer hold the same rows; the transaction is rolled back so that they do not drift further apart."),
 						 errhint("Compare the placements and repair the replica (drop it and add it again).")));
 		}

@@ -46,6 +46,7 @@
 #include "join_group.h"
 #include "metadata.h"
 #include "modify.h"
+#include "placement_health.h"
 
 static const char *written_node_of(Oid relid);
 
@@ -129,13 +130,15 @@ cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 {
 	if (prev_rel_pathlist)
 		prev_rel_pathlist(root, rel, rti, rte);
-	if (!(cj_xact_has_dml() || cj_planning_insert_source) ||
-		rel->reloptkind != RELOPT_BASEREL ||
+	if (rel->reloptkind != RELOPT_BASEREL ||
 		rte->rtekind != RTE_RELATION || rte->relkind != RELKIND_PARTITIONED_TABLE ||
 		!rte->inh || IS_DUMMY_REL(rel) || !colojoin_is_active())
 		return;
 	/* the table an UPDATE or DELETE changes is the write path's business */
 	if (rti == (Index) root->parse->resultRelation)
+		return;
+	if (!(cj_xact_has_dml() || cj_planning_insert_source ||
+		  cj_health_primary_stale(rte->relid)))
 		return;
 
 	/* joins of its partitions would be postgres_fdw's */
@@ -193,6 +196,20 @@ reads_written_node(Plan *plan, PlannedStmt *stmt, const char **what)
 	{
 		*what = cj_node_name(((ForeignScan *) plan)->fs_server);
 		return true;
+	}
+	if (IsA(plan, ForeignScan) && ((ForeignScan *) plan)->scan.scanrelid > 0)
+	{
+		ForeignScan *fs = (ForeignScan *) plan;
+		Oid			relid = rt_fetch(fs->scan.scanrelid, stmt->rtable)->relid;
+
+		if (OidIsValid(fs->fs_server) && cj_health_is_stale(relid, fs->fs_server))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot read \"%s\" through postgres_fdw: its placement on node \"%s\" is stale",
+							get_rel_name(relid), cj_node_name(fs->fs_server)),
+					 errdetail("The placement missed a write while its node was down."),
+					 errhint("Query the sharded table (colojoin reads a healthy placement), or SELECT colojoin.repair_placement('%s', '%s').",
+							 get_rel_name(relid), cj_node_name(fs->fs_server))));
 	}
 	if (IsA(plan, ModifyTable))
 	{
@@ -252,7 +269,8 @@ reads_written_node(Plan *plan, PlannedStmt *stmt, const char **what)
 static void
 cj_raw_executor_start(QueryDesc *queryDesc, int eflags)
 {
-	if (cj_xact_has_dml() && (eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0)
+	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
+		(cj_xact_has_dml() || OidIsValid(cj_stale_relid())))
 	{
 		PlannedStmt *stmt = queryDesc->plannedstmt;
 		const char *what = NULL;

@@ -35,6 +35,7 @@
 #include "utils/syscache.h"
 
 #include "colojoin.h"
+#include "catalog_query.h"
 #include "connection.h"
 #include "node_identity.h"
 #include "shard_drop.h"
@@ -287,41 +288,13 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 				 dst, sql.data, context);
 }
 
-/*
- * Run sql (an INSERT or DELETE on colojoin.replicas) through SPI as the
- * owner of colojoin.replicas.  The callers have already checked what the
- * current user may do (own the leaf, use the server); the table itself is
- * not writable by ordinary users, so that nobody registers placements of
- * tables they do not own.  Returns the number of rows processed.
- */
+/* sql (an INSERT or DELETE on colojoin.replicas), as the table's owner */
 static uint64
 write_replicas(const char *sql, int nargs, Oid *argtypes, Datum *args,
 			   int expected)
 {
-	Oid			save_userid;
-	int			save_sec_context;
-	HeapTuple	tuple;
-	Oid			owner;
-	uint64		processed;
-
-	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(cj_replicas_relid()));
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for table colojoin.replicas");
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context |
-						   SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args(sql, nargs, argtypes, args, NULL, false, 0) != expected)
-		elog(ERROR, "could not update colojoin.replicas");
-	processed = SPI_processed;
-	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-	return processed;
+	return cj_write_as_owner(cj_replicas_relid(), sql, nargs, argtypes, args,
+							 expected);
 }
 
 /* tell this and every other backend that the table's placements changed */

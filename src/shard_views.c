@@ -160,24 +160,27 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 			{
 				CjLeaf	   *leaf = &cls->leaves[l];
 
-				for (p = 0; p < Max(leaf->nplacements, 1); p++)
+				/* healthy placements first, then stale ones */
+				for (p = 0; p < Max(leaf->nplacements + leaf->nstale, 1); p++)
 				{
-					Datum		values[9];
-					bool		nulls[9];
+					Datum		values[10];
+					bool		nulls[10];
+					bool		is_stale = (p >= leaf->nplacements);
 
 					memset(nulls, 0, sizeof(nulls));
 					values[0] = ObjectIdGetDatum(t->relid);
 					values[1] = ObjectIdGetDatum(leaf->relid);
 					values[2] = CStringGetTextDatum(cj_class_bound_text(t, c));
 					values[3] = Int32GetDatum(c);
-					if (leaf->nplacements == 0)
+					if (leaf->nplacements + leaf->nstale == 0)
 					{
-						nulls[4] = nulls[5] = nulls[7] = true;
+						nulls[4] = nulls[5] = nulls[7] = nulls[9] = true;
 						values[6] = BoolGetDatum(false);
 					}
 					else
 					{
-						CjPlacement *pl = &leaf->placements[p];
+						CjPlacement *pl = is_stale ?
+						&leaf->stale[p - leaf->nplacements] : &leaf->placements[p];
 
 						values[4] = name_datum(cj_node_name(pl->serverid));
 						values[5] = CStringGetTextDatum(quote_qualified_identifier(pl->remote_schema,
@@ -190,6 +193,8 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 					}
 					if (natts > 8)
 						values[8] = CStringGetTextDatum(key_text);
+					if (natts > 9 && !nulls[9])
+						values[9] = CStringGetTextDatum(is_stale ? "stale" : "healthy");
 					tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
 										 values, nulls);
 				}

@@ -47,6 +47,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "catalog_query.h"
 #include "connection.h"
 #include "deparse.h"
 #include "metadata.h"
@@ -154,26 +155,11 @@ oid_array(List *oids)
 										   TYPALIGN_INT));
 }
 
-/*
- * The records are colojoin's, not the user's: they are written as the
- * bootstrap superuser, so that no user can read or forge them.
- */
+/* the records are colojoin's, written as the owner of their table */
 static void
 records_sql(const char *sql, int nargs, Oid *argtypes, Datum *args, int expect)
 {
-	Oid			save_userid;
-	int			save_sec;
-
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID,
-						   save_sec | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	/* at pre-commit no snapshot is active any more */
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_execute_with_args(sql, nargs, argtypes, args, NULL, false, 0) != expect)
-		elog(ERROR, "could not update colojoin's commit records");
-	PopActiveSnapshot();
-	SetUserIdAndSecContext(save_userid, save_sec);
+	cj_write_as_owner(records_relid(), sql, nargs, argtypes, args, expect);
 }
 
 /* DELETE the records of gids (ignoring those already gone) */
@@ -205,7 +191,6 @@ cj_twophase_log(List *gids, List *serverids)
 
 	args[0] = text_array(gids);
 	args[1] = oid_array(serverids);
-	SPI_connect();
 	records_sql("INSERT INTO colojoin.prepared_xacts (gid, server) "
 				"SELECT * FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2))",
 				2, argtypes, args, SPI_OK_INSERT);
@@ -224,7 +209,6 @@ cj_twophase_log(List *gids, List *serverids)
 		list_free_deep(forgotten);
 		forgotten = NIL;
 	}
-	SPI_finish();
 }
 
 void
