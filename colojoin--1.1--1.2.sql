@@ -86,3 +86,41 @@ CREATE VIEW colojoin.shards AS
 COMMENT ON VIEW colojoin.shards IS
 	'every placement of every leaf of every sharded table; bound and partition_class are those of the leaf''s top-level partition (its partition class); physical_node is the database the placement''s server reaches, NULL while it cannot be reached; partition_key the table''s partitioning, as psql \d+ shows it; state healthy, or stale (missed a write, see colojoin.stale_placements)';
 GRANT SELECT ON colojoin.shards TO PUBLIC;
+
+/*
+ * A reference table: a hash-partitioned table (any key) with one partition
+ * that takes every row, copied to every server.  Joins of sharded tables
+ * with it read the copy on each task's node and move nothing; writes reach
+ * every copy.
+ */
+CREATE FUNCTION colojoin.create_reference_table(parent regclass, servers name[] DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog
+AS $$
+DECLARE
+	targets name[] := servers;
+	leaf regclass;
+	s name;
+BEGIN
+	IF targets IS NULL THEN
+		SELECT array_agg(fs.srvname ORDER BY fs.srvname) INTO targets
+		FROM pg_foreign_server fs JOIN pg_foreign_data_wrapper w ON w.oid = fs.srvfdw
+		WHERE w.fdwname = 'postgres_fdw'
+		  AND EXISTS (SELECT FROM pg_user_mappings um
+					  WHERE um.srvid = fs.oid AND um.usename IN (current_user, 'public'));
+	END IF;
+	IF targets IS NULL OR cardinality(targets) = 0 THEN
+		RAISE EXCEPTION 'no server to put the reference table % on', parent
+			USING HINT = 'Name the servers, or create postgres_fdw servers and user mappings first.';
+	END IF;
+	PERFORM colojoin.create_shards(parent, targets[1:1], 1);
+	SELECT inhrelid::regclass INTO leaf FROM pg_inherits WHERE inhparent = parent;
+	FOREACH s IN ARRAY targets[2:] LOOP
+		PERFORM colojoin.add_replica(leaf, s);
+	END LOOP;
+	RETURN cardinality(targets);
+END
+$$;
+COMMENT ON FUNCTION colojoin.create_reference_table(regclass, name[]) IS
+	'make an empty hash-partitioned table a reference table: one partition, a copy on each server';

@@ -914,3 +914,49 @@ cj_class_label(CjClassSpace *space, int cls)
 	}
 	return psprintf("class %d", cls);
 }
+
+/*
+ * cj_is_reference_table
+ *		See colocation.h.
+ */
+bool
+cj_is_reference_table(CjTable *t)
+{
+	PartitionBoundSpec *b;
+
+	if (t == NULL || t->nclasses != 1 || t->classes[0].nleaves != 1 ||
+		t->classes[0].leaves[0].nplacements == 0)
+		return false;
+	b = t->classes[0].bound;
+	return b->is_default ||
+		(b->strategy == PARTITION_STRATEGY_HASH && b->modulus == 1);
+}
+
+/*
+ * cj_space_add_references
+ *		See colocation.h.
+ */
+CjClassSpace *
+cj_space_add_references(CjClassSpace *space, int nrefs, CjTable **refs)
+{
+	CjClassSpace *s = palloc0(sizeof(CjClassSpace));
+	int			c,
+				t;
+
+	s->ntables = space->ntables + nrefs;
+	s->nclasses = space->nclasses;
+	s->tables = palloc(sizeof(CjTable *) * Max(s->ntables, 1));
+	for (t = 0; t < space->ntables; t++)
+		s->tables[t] = space->tables[t];
+	for (t = 0; t < nrefs; t++)
+		s->tables[space->ntables + t] = refs[t];
+	s->members = palloc(sizeof(int) * Max(s->nclasses * s->ntables, 1));
+	for (c = 0; c < s->nclasses; c++)
+	{
+		for (t = 0; t < space->ntables; t++)
+			CJ_MEMBER(s, c, t) = CJ_MEMBER(space, c, t);
+		for (t = 0; t < nrefs; t++)
+			CJ_MEMBER(s, c, space->ntables + t) = 0;
+	}
+	return s;
+}

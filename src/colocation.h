@@ -74,6 +74,20 @@ extern CjClassSpace *cj_build_class_space(List *tables, List **reasons);
  */
 extern List *cj_common_nodes(CjClass *cls, const bool *leaf_live);
 
+/*
+ * cj_is_reference_table: t has a single partition that takes every row (a
+ * DEFAULT partition, or hash modulus 1) with a single leaf: every copy of
+ * it holds the whole table, so each class of a join can read it whole.
+ */
+extern bool cj_is_reference_table(CjTable *t);
+
+/*
+ * cj_space_add_references: space with nrefs more tables (refs) whose one
+ * class is a member of every class of space.
+ */
+extern CjClassSpace *cj_space_add_references(CjClassSpace *space, int nrefs,
+											 CjTable **refs);
+
 /* the nodes of a that are also in b, in a's order */
 extern List *cj_intersect_nodes(List *a, List *b);
 

@@ -242,6 +242,7 @@ make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 	br->table = table;
 	br->alias = rte->eref->aliasname;
 	br->checkasuser = rte->checkAsUser;
+	br->reference = cj_is_reference_table(table);
 	br->class_live = palloc0(sizeof(bool) * table->nclasses);
 	br->leaf_live = palloc0(sizeof(bool *) * table->nclasses);
 	for (i = 0; i < table->nclasses; i++)
@@ -813,6 +814,32 @@ check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons)
 	return true;
 }
 
+/*
+ * has_references: the group reads reference tables whole in every class
+ * (they are joined to sharded tables; a group of reference tables alone
+ * treats them as the one-partition tables they are)
+ */
+static bool
+has_references(CjJoinGroup *g)
+{
+	ListCell   *lc;
+	bool		refs = false;
+	bool		others = false;
+
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = (CjBaseRel *) lfirst(lc);
+
+		if (br->move != CJ_MOVE_NONE)
+			continue;
+		if (br->reference)
+			refs = true;
+		else
+			others = true;
+	}
+	return refs && others;
+}
+
 static void
 describe_keys(CjJoinGroup *g)
 {
@@ -830,12 +857,31 @@ describe_keys(CjJoinGroup *g)
 			appendStringInfoString(&buf, ", ");
 		foreach(lc, g->rels)
 		{
-			if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
+			CjBaseRel  *br = (CjBaseRel *) lfirst(lc);
+
+			if (br->move != CJ_MOVE_NONE || (br->reference && has_references(g)))
 				continue;
 			if (!firstrel)
 				appendStringInfoString(&buf, " = ");
 			appendStringInfoString(&buf, cj_key_name(lfirst(lc), p));
 			firstrel = false;
+		}
+	}
+	if (has_references(g))
+	{
+		ListCell   *lc;
+		bool		firstref = true;
+
+		appendStringInfoString(&buf, ", with reference table");
+		foreach(lc, g->rels)
+		{
+			CjBaseRel  *br = (CjBaseRel *) lfirst(lc);
+
+			if (br->reference && br->space_index >= 0)
+			{
+				appendStringInfo(&buf, "%s %s", firstref ? "" : ",", br->alias);
+				firstref = false;
+			}
 		}
 	}
 	g->keys_text = buf.data;
@@ -855,17 +901,33 @@ finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
 	List	   *tables = NIL;
 	ListCell   *lc;
 
-	/* the class space is that of the tables read in place */
+	bool		refs = has_references(g);
+	List	   *reftables = NIL;
+
+	/*
+	 * The class space is that of the tables read in place; reference
+	 * tables joined to sharded ones come after them, whole in every class.
+	 */
 	foreach(lc, g->rels)
 	{
 		CjBaseRel  *br = lfirst(lc);
 
 		if (br->move != CJ_MOVE_NONE)
 			br->space_index = -1;
-		else
+		else if (!(refs && br->reference))
 		{
 			br->space_index = list_length(tables);
 			tables = lappend(tables, br->table);
+		}
+	}
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->move == CJ_MOVE_NONE && refs && br->reference)
+		{
+			br->space_index = list_length(tables) + list_length(reftables);
+			reftables = lappend(reftables, br->table);
 		}
 	}
 
@@ -878,6 +940,15 @@ finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
 	g->space = cj_build_class_space(tables, reasons);
 	if (g->space == NULL)
 		return false;
+	if (reftables != NIL)
+	{
+		CjTable   **ra = palloc(sizeof(CjTable *) * list_length(reftables));
+		int			k = 0;
+
+		foreach(lc, reftables)
+			ra[k++] = (CjTable *) lfirst(lc);
+		g->space = cj_space_add_references(g->space, k, ra);
+	}
 	if (!assign_tasks(g, reasons))
 		return false;
 
@@ -1011,6 +1082,26 @@ split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
  *		The colocated group for joinrel built from outerrel and innerrel, or
  *		NULL with reasons.
  */
+/* every table a group reads in place is a reference table */
+static bool
+side_of_references(CjJoinGroup *g)
+{
+	ListCell   *lc;
+	bool		any = false;
+
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->move != CJ_MOVE_NONE)
+			continue;
+		if (!br->reference)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
 static CjJoinGroup *
 try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 				   RelOptInfo *outerrel, RelOptInfo *innerrel,
@@ -1027,6 +1118,8 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	ListCell   *lc;
 	int			p;
 	int			nouter;
+	bool		orefs;
+	bool		irefs;
 
 	if (jointype == JOIN_RIGHT)
 	{
@@ -1046,6 +1139,46 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	if (og == NULL || ig == NULL)
 		return NULL;
 
+	/*
+	 * A side made of reference tables joins any group without a key: each
+	 * class reads it whole.  Only where no row of it is kept on its own:
+	 * preserved by an outer join (or the outer side of a semi or anti
+	 * join), every task would keep it.  An inner join is turned round so
+	 * that the sharded side comes first.
+	 */
+	orefs = side_of_references(og);
+	irefs = side_of_references(ig);
+	if (orefs && irefs)
+	{
+		*reasons = lappend(*reasons, pstrdup("both sides are reference tables"));
+		return NULL;
+	}
+	if (orefs && jointype != JOIN_INNER)
+	{
+		*reasons = lappend(*reasons,
+						   psprintf("reference table %s is on the side the join keeps", og->rels ?
+									((CjBaseRel *) linitial(og->rels))->alias : "?"));
+		return NULL;
+	}
+	if (irefs && jointype == JOIN_FULL)
+	{
+		*reasons = lappend(*reasons,
+						   psprintf("a full join keeps the rows of reference table %s",
+									((CjBaseRel *) linitial(ig->rels))->alias));
+		return NULL;
+	}
+	if (orefs)
+	{
+		CjJoinGroup *tg = og;
+		RelOptInfo *tr = outerrel;
+
+		og = ig;
+		ig = tg;
+		outerrel = innerrel;
+		innerrel = tr;
+		irefs = true;
+	}
+
 	if (!split_join_clauses(joinrel, jointype, extra, &joinquals, &otherquals,
 							reasons))
 		return NULL;
@@ -1055,17 +1188,21 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	g->rels = copy_rels(list_concat(list_copy(og->rels), ig->rels));
 	nouter = list_length(og->rels);
 
-	/* DESIGN §2 rule 2: the partition schemes agree */
-	first = linitial(g->rels);
+	/* DESIGN §2 rule 2: the partition schemes agree (reference tables aside) */
+	first = NULL;
 	foreach(lc, g->rels)
 	{
 		CjBaseRel  *br = lfirst(lc);
 
-		if (br->move != CJ_MOVE_NONE)
+		if (br->move != CJ_MOVE_NONE || (br->reference && irefs))
 			continue;
-		if (br != first && !cj_schemes_compatible(first->table, br->table, reasons))
+		if (first == NULL)
+			first = br;
+		else if (!cj_schemes_compatible(first->table, br->table, reasons))
 			return NULL;
 	}
+	if (first == NULL)
+		return NULL;
 
 	/*
 	 * Rule 4: every key column of the inner side is equated with the same
@@ -1074,7 +1211,7 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	 * = 5", where the planner keeps no join clause); outer joins need the
 	 * equality in their own ON clause.
 	 */
-	for (p = 0; p < first->table->partnatts; p++)
+	for (p = 0; !irefs && p < first->table->partnatts; p++)
 	{
 		bool		found = false;
 		ListCell   *lo,
@@ -2092,7 +2229,8 @@ cj_group_groups_by_key(CjJoinGroup *g, List *exprs)
 		 * Rows routed by another column, or copied to every node, do not
 		 * sit in the class of their own key: its values span tasks.
 		 */
-		if (br->move == CJ_MOVE_REPARTITION || br->move == CJ_MOVE_BROADCAST)
+		if (br->move == CJ_MOVE_REPARTITION || br->move == CJ_MOVE_BROADCAST ||
+			(br->reference && has_references(g)))
 			continue;
 		for (p = 0; p < br->table->partnatts; p++)
 		{

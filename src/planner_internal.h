@@ -53,6 +53,15 @@ typedef struct CjBaseRel
 	 * query reads it.
 	 */
 	bool		local_inh;
+
+	/*
+	 * A reference table (cj_is_reference_table: one partition that takes
+	 * every row, copies on the nodes) joined to sharded tables: every
+	 * class of the group reads the whole table, from its copy on the
+	 * task's node.  It has a place in the class space (member class 0 in
+	 * every class) but no say in it: its key neither colocates nor groups.
+	 */
+	bool		reference;
 } CjBaseRel;
 
 #define CJ_MOVE_NONE		0

@@ -515,6 +515,40 @@ colojoin_colocation(PG_FUNCTION_ARGS)
 	if (ta == NULL || tb == NULL)
 		PG_RETURN_VOID();
 
+	/* a reference table joins any sharded table where it has copies */
+	if (a != b && (cj_is_reference_table(ta) != cj_is_reference_table(tb)))
+	{
+		CjTable    *ref = cj_is_reference_table(ta) ? ta : tb;
+		CjTable    *other = (ref == ta) ? tb : ta;
+		CjLeaf	   *leaf = &ref->classes[0].leaves[0];
+		StringInfoData nodes;
+		int			c,
+					p,
+					missing = 0;
+
+		initStringInfo(&nodes);
+		for (p = 0; p < leaf->nplacements; p++)
+			appendStringInfo(&nodes, "%s%s", p ? ", " : "", cj_node_name(leaf->placements[p].serverid));
+		for (c = 0; c < other->nclasses; c++)
+		{
+			ListCell   *ln;
+			bool		found = false;
+
+			foreach(ln, other->classes[c].nodes)
+				for (p = 0; p < leaf->nplacements; p++)
+					found |= (leaf->placements[p].serverid == lfirst_oid(ln));
+			if (!found)
+				missing++;
+		}
+		put_row(rsinfo, missing == 0, "reference table",
+				missing == 0 ?
+				psprintf("%s is a reference table (one partition, copies on %s): every partition class of %s reads it whole on its own node",
+						 rel_label(ref->relid), nodes.data, rel_label(other->relid)) :
+				psprintf("%s is a reference table with copies on %s only: %d partition classes of %s are on no node that holds a copy",
+						 rel_label(ref->relid), nodes.data, missing, rel_label(other->relid)));
+		PG_RETURN_VOID();
+	}
+
 	if (!cj_schemes_compatible(ta, tb, &reasons))
 	{
 		/* cj_schemes_compatible reports a strategy mismatch first */
