@@ -90,7 +90,7 @@ SELECT copies_agree('nation'), copies_agree('region');
 
 -- check(q): the query on the sharded tables and on the local twins (the
 -- same text with schema rt_l first) give the same rows; and what the plan is
-CREATE FUNCTION check(q text, OUT same boolean, OUT nrows bigint, OUT plan text)
+CREATE FUNCTION chk(q text, OUT same boolean, OUT nrows bigint, OUT plan text)
 LANGUAGE plpgsql AS $$
 DECLARE
 	a text[];
@@ -113,7 +113,7 @@ BEGIN
 	END LOOP;
 END $$;
 
-SELECT label, (check(q)).* FROM (VALUES
+SELECT label, (chk(q)).* FROM (VALUES
 	('inner join', 'SELECT o_id, n_name FROM orders JOIN nation ON n_id = o_nation WHERE o_cust < 5'),
 	('left join, the reference nullable', 'SELECT o_id, n_name FROM orders LEFT JOIN nation ON n_id = o_nation WHERE o_cust = 3'),
 	('semi join', 'SELECT o_id FROM orders WHERE EXISTS (SELECT FROM nation WHERE n_id = o_nation AND n_region = 2)'),
@@ -128,7 +128,7 @@ SELECT label, (check(q)).* FROM (VALUES
 	('full join: not read in place', 'SELECT n_id, o_id FROM nation FULL JOIN orders ON o_nation = n_id AND o_cust = 2 WHERE coalesce(o_cust, 2) = 2'),
 	('reference on fewer nodes: moved or left to PostgreSQL', 'SELECT o_id, r_name FROM orders JOIN region ON r_id = o_cust % 5 WHERE o_cust < 3'),
 	('the reference alone', 'SELECT n_region, count(*) FROM nation GROUP BY 1')
-) v(label, q), LATERAL check(v.q);
+) v(label, q), LATERAL chk(v.q);
 
 EXPLAIN (COSTS OFF) SELECT o_id, n_name FROM orders JOIN nation ON n_id = o_nation WHERE o_cust < 5;
 SELECT * FROM colojoin.colocation('orders', 'nation');
@@ -144,7 +144,7 @@ INSERT INTO rt_l.nation VALUES (30, 'new nation', 0);
 UPDATE orders SET o_nation = 30 WHERE o_id % 100 = 1;
 UPDATE rt_l.orders SET o_nation = 30 WHERE o_id % 100 = 1;
 SELECT copies_agree('nation');
-SELECT (check('SELECT n_name, count(*) FROM orders JOIN nation ON n_id = o_nation GROUP BY n_name')).*;
+SELECT (chk('SELECT n_name, count(*) FROM orders JOIN nation ON n_id = o_nation GROUP BY n_name')).*;
 BEGIN;
 INSERT INTO nation VALUES (31, 'in a transaction', 3);
 UPDATE orders SET o_nation = 31 WHERE o_id = 5;
