@@ -40,6 +40,7 @@ FEATURES = {
     'null-keys': 'NULL partition keys (and list partitions accepting NULL)',
     'partial-hash': 'hash tables lacking some remainders',
     'replicas': 'colojoin.add_replica on some leaves',
+    'reference': 'reference tables (one hash partition of modulus 1, copies on every node)',
     'dropped-cols': 'dropped columns on parents and attached leaves',
     'attach': 'leaves created apart (other column order) and attached',
     'remote-rename': 'foreign leaf columns with column_name options',
@@ -347,6 +348,14 @@ class Gen:
                                         % (m, r, ', '.join(key_sql(k) for k in s['keys']))),
                                'node': r % 3 + 1} for r in range(m)]
                 t['variant'] = 'double modulus'
+            elif v < 0.45 and 'reference' in self.f:
+                s = {'strategy': 'hash', 'keys': s['keys'], 'modulus': 1, 'has_default': False,
+                     'parts': [{'bound': 'FOR VALUES WITH (MODULUS 1, REMAINDER 0)',
+                                'cond': ('satisfies_hash_partition({REL}::regclass, 1, 0, %s)'
+                                         % ', '.join(key_sql(k) for k in s['keys'])),
+                                'rem': 0, 'node': rng.randint(1, 3)}]}
+                t['variant'] = 'reference'
+                t['reference'] = True
             else:
                 t['variant'] = 'colocated'
         elif s['strategy'] == 'hash' and self.on('partial-hash', 0.1) and len(s['parts']) > 2:
@@ -683,6 +692,13 @@ class World:
                 out.append((T, 'c', 'ANALYZE fz_s.%s' % name))
             out.append((T, 'c', 'ANALYZE fz_l.%s' % name))
         for t in self.tables:
+            if t.get('reference'):
+                # a copy on every node, written through colojoin from then on
+                for p in iter_leaves(t['scheme']):
+                    for other in (n for n in (1, 2, 3) if n != p['node']):
+                        out.append(([t['name']], 'c', "SELECT colojoin.add_replica('fz_p.%s', 'fz_n%d')"
+                                    % (p['leaf'], other)))
+                continue
             if not t['replicas']:
                 continue
             for p in iter_leaves(t['scheme']):
