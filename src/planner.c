@@ -242,7 +242,7 @@ make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 	br->table = table;
 	br->alias = rte->eref->aliasname;
 	br->checkasuser = rte->checkAsUser;
-	br->reference = cj_is_reference_table(table);
+	br->reference_capable = cj_is_reference_table(table);
 	br->class_live = palloc0(sizeof(bool) * table->nclasses);
 	br->leaf_live = palloc0(sizeof(bool *) * table->nclasses);
 	for (i = 0; i < table->nclasses; i++)
@@ -1082,24 +1082,23 @@ split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
  *		The colocated group for joinrel built from outerrel and innerrel, or
  *		NULL with reasons.
  */
-/* every table a group reads in place is a reference table */
+/*
+ * Every table of the group is a reference table read in place: nothing
+ * moved (moves belong to the class space of their group).
+ */
 static bool
 side_of_references(CjJoinGroup *g)
 {
 	ListCell   *lc;
-	bool		any = false;
 
 	foreach(lc, g->rels)
 	{
 		CjBaseRel  *br = lfirst(lc);
 
-		if (br->move != CJ_MOVE_NONE)
-			continue;
-		if (!br->reference)
+		if (br->move != CJ_MOVE_NONE || !br->reference_capable)
 			return false;
-		any = true;
 	}
-	return any;
+	return g->rels != NIL;
 }
 
 static CjJoinGroup *
@@ -1187,6 +1186,11 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	g->rel = joinrel;
 	g->rels = copy_rels(list_concat(list_copy(og->rels), ig->rels));
 	nouter = list_length(og->rels);
+	/* the reference side is read whole in every class of this group */
+	if (irefs)
+		foreach(lc, g->rels)
+			if (foreach_current_index(lc) >= nouter)
+				((CjBaseRel *) lfirst(lc))->reference = true;
 
 	/* DESIGN §2 rule 2: the partition schemes agree (reference tables aside) */
 	first = NULL;
@@ -1221,13 +1225,14 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 		{
 			CjBaseRel  *o = lfirst(lo);
 
-			if (o->move != CJ_MOVE_NONE)
+			/* a reference table's key says nothing of a row's class */
+			if (o->move != CJ_MOVE_NONE || o->reference)
 				continue;
 			foreach(li, ig->rels)
 			{
 				CjBaseRel  *i = lfirst(li);
 
-				if (i->move != CJ_MOVE_NONE)
+				if (i->move != CJ_MOVE_NONE || i->reference)
 					continue;
 				if (cj_keys_equated(root, joinquals,
 								 jointype == JOIN_INNER || jointype == JOIN_SEMI,

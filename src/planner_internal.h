@@ -61,7 +61,8 @@ typedef struct CjBaseRel
 	 * task's node.  It has a place in the class space (member class 0 in
 	 * every class) but no say in it: its key neither colocates nor groups.
 	 */
-	bool		reference;
+	bool		reference;			/* read so in this group */
+	bool		reference_capable;	/* the table is a reference table */
 } CjBaseRel;
 
 #define CJ_MOVE_NONE		0
