@@ -122,7 +122,7 @@ CONNS_AFTER=$(node_conns)
 
 TPS=$(grep -E '^tps' "$WORK/pgbench.out" | head -1 | sed -E 's/tps = ([0-9.]+).*/\1/')
 TX=$(grep -E 'number of transactions actually processed' "$WORK/pgbench.out" | sed -E 's/.*: ([0-9]+).*/\1/')
-FAILED=$(grep -E 'number of failed transactions' "$WORK/pgbench.out" | sed -E 's/.*: ([0-9]+).*/\1/')
+FAILED=$(grep -E 'number of failed transactions' "$WORK/pgbench.out" | head -1 | sed -E 's/.*: ([0-9]+).*/\1/')
 LAT=$(grep -E '^latency average' "$WORK/pgbench.out" | sed -E 's/latency average = //')
 ERRS=$(grep -c "ERROR\|FATAL" "$WORK/pgbench.err" || true)
 {
