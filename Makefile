@@ -43,7 +43,8 @@ OBJS = \
 	src/insert_route.o \
 	src/copy_from.o \
 	src/read_after_write.o \
-	src/placement_health.o
+	src/placement_health.o \
+	src/size_cache.o
 
 EXTENSION = colojoin
 DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql colojoin--1.1--1.2.sql

@@ -76,7 +76,8 @@ CREATE FUNCTION colojoin.shard_placements(
 	OUT is_replica boolean,
 	OUT physical_node text,
 	OUT partition_key text,
-	OUT state text)
+	OUT state text,
+	OUT estimated_rows double precision)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'colojoin_shard_placements'
 LANGUAGE C STABLE;
@@ -84,7 +85,7 @@ LANGUAGE C STABLE;
 CREATE VIEW colojoin.shards AS
 	SELECT * FROM colojoin.shard_placements();
 COMMENT ON VIEW colojoin.shards IS
-	'every placement of every leaf of every sharded table; bound and partition_class are those of the leaf''s top-level partition (its partition class); physical_node is the database the placement''s server reaches, NULL while it cannot be reached; partition_key the table''s partitioning, as psql \d+ shows it; state healthy, or stale (missed a write, see colojoin.stale_placements)';
+	'every placement of every leaf of every sharded table; bound and partition_class are those of the leaf''s top-level partition (its partition class); physical_node is the database the placement''s server reaches, NULL while it cannot be reached; partition_key the table''s partitioning, as psql \d+ shows it; state healthy, or stale (missed a write, see colojoin.stale_placements); estimated_rows the leaf''s size the planner uses (pg_class after ANALYZE or refresh_statistics, else what the node says, cached per backend for colojoin.remote_size_lifetime)';
 GRANT SELECT ON colojoin.shards TO PUBLIC;
 
 /*

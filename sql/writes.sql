@@ -10,6 +10,10 @@ CREATE EXTENSION IF NOT EXISTS colojoin CASCADE;
 CREATE EXTENSION IF NOT EXISTS dblink;
 DROP SCHEMA IF EXISTS wr CASCADE;
 RESET client_min_messages;
+-- The plans asserted here are those of partitions whose size the planner
+-- does not know (colojoin.remote_size_lifetime = 0; suite remote_sizes
+-- covers the sizes read from the nodes).
+SET colojoin.remote_size_lifetime = 0;
 
 \getenv node1_port CJ_NODE1_PORT
 \getenv node2_port CJ_NODE2_PORT
@@ -452,6 +456,7 @@ CREATE TABLE wr_shard.rg_2021 (d date, id int, v int);
 CREATE TABLE wr_shard.ex_1 (a int, b int);
 \c - - - :coord_port
 SET search_path = wr, public;
+SET colojoin.remote_size_lifetime = 0;
 CREATE TABLE ls (region text, id int, v int) PARTITION BY LIST (region);
 CREATE FOREIGN TABLE ls_eu PARTITION OF ls FOR VALUES IN ('de', 'fr', NULL)
 	SERVER wr_n1 OPTIONS (schema_name 'wr_shard');

@@ -23,6 +23,7 @@
 
 #include "colojoin.h"
 #include "modify.h"
+#include "size_cache.h"
 #include "twophase.h"
 #include "conn_budget.h"
 #include "node_health.h"
@@ -55,6 +56,19 @@ void		_PG_init(void);
 
 static void
 reset_active_state(Datum arg, int cacheid, uint32 hashvalue)
+{
+	active_state = CJ_ACTIVE_UNKNOWN;
+}
+
+/*
+ * cj_forget_active_state: ask again at the next colojoin_is_active().  DROP
+ * EXTENSION leaves schema colojoin (CREATE EXTENSION did not make it a
+ * member), so the namespace callback alone does not see it go: metadata.c
+ * calls this when the relcache of colojoin.replicas is invalidated, which
+ * dropping it does in every backend.
+ */
+void
+cj_forget_active_state(void)
 {
 	active_state = CJ_ACTIVE_UNKNOWN;
 }
@@ -210,5 +224,6 @@ _PG_init(void)
 	cj_modify_init();
 	cj_twophase_init();
 	cj_read_after_write_init();
+	cj_size_cache_init();
 	cj_copy_from_init();
 }

@@ -39,6 +39,7 @@ extern bool colojoin_drop_remote_shards_on;
  * reset by syscache invalidation.
  */
 extern bool colojoin_is_active(void);
+extern void cj_forget_active_state(void);
 
 
 /* Module initialisation of the files that register hooks or callbacks */

@@ -249,6 +249,9 @@ cj_relcache_callback(Datum arg, Oid relid)
 	if (all || (replicas_relid_known && relid == replicas_relid) ||
 		(stale_relid_known && relid == stale_relid))
 	{
+		/* the extension's tables change with it: is it still there? */
+		if (!all)
+			cj_forget_active_state();
 		replicas_relid_known = false;
 		stale_relid_known = false;
 		stale_relid_known = false;

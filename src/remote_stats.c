@@ -38,6 +38,7 @@
 
 #include "catalog_query.h"
 #include "colojoin.h"
+#include "size_cache.h"
 #include "connection.h"
 #include "metadata.h"
 
@@ -170,39 +171,23 @@ colojoin_refresh_statistics(PG_FUNCTION_ARGS)
 				}
 		}
 		conn = cj_get_connection(serverid, GetUserId(), 0);
-		res = cj_exec_query(conn,
-							psprintf("SELECT s.i, c.reltuples, c.relpages, "
-									 "pg_catalog.pg_relation_size(c.oid) / pg_catalog.current_setting('block_size')::pg_catalog.int8 "
-									 "FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
-									 "pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[])) "
-									 "WITH ORDINALITY AS s(nsp, rel, i) "
-									 "JOIN pg_catalog.pg_namespace n ON n.nspname = s.nsp "
-									 "JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.rel",
-									 schemas.data, names.data),
+		res = cj_exec_query(conn, cj_remote_sizes_query(schemas.data, names.data),
 							"reading table sizes");
 		for (i = 0; i < PQntuples(res); i++)
 		{
 			int			idx = atoi(PQgetvalue(res, i, 0)) - 1;
-			double		tuples = strtod(PQgetvalue(res, i, 1), NULL);
-			double		pages = strtod(PQgetvalue(res, i, 2), NULL);
-			double		pages_now = strtod(PQgetvalue(res, i, 3), NULL);
+			double		tuples;
+			double		pages;
 
 			if (idx < 0 || idx >= list_length(leaves))
 				continue;
-			/*
-			 * The rows the node counted, scaled to the table's size now (as
-			 * the planner scales a plain table's); a node that never counted
-			 * them gives only the size.
-			 */
-			if (tuples >= 0 && pages > 0)
-				tuples = tuples / pages * pages_now;
-			else if (pages_now > 0 || tuples < 0)
-				tuples = -1;
-			pages = pages_now;
+			cj_remote_size_row(res, i, &tuples, &pages);
 			if (record_size(list_nth_oid(leaves, idx), tuples, pages))
 				refreshed++;
 		}
 		PQclear(res);
 	}
+	/* what the backend cached is older than what was just recorded */
+	cj_size_cache_forget();
 	PG_RETURN_INT32(refreshed);
 }

@@ -29,11 +29,27 @@
 #include "catalog_query.h"
 #include "colojoin.h"
 #include "colocation.h"
+#include "size_cache.h"
 #include "connection.h"
 #include "metadata.h"
 #include "node_identity.h"
 
 PG_FUNCTION_INFO_V1(colojoin_shard_placements);
+
+/* pg_class.reltuples of relid: -1 when never counted */
+static float4
+rel_reltuples(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	float4		result = -1;
+
+	if (HeapTupleIsValid(tup))
+	{
+		result = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+		ReleaseSysCache(tup);
+	}
+	return result;
+}
 PG_FUNCTION_INFO_V1(colojoin_colocation);
 
 /* a name Datum from a C string, truncated like any name */
@@ -163,8 +179,8 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 				/* healthy placements first, then stale ones */
 				for (p = 0; p < Max(leaf->nplacements + leaf->nstale, 1); p++)
 				{
-					Datum		values[10];
-					bool		nulls[10];
+					Datum		values[11];
+					bool		nulls[11];
 					bool		is_stale = (p >= leaf->nplacements);
 
 					memset(nulls, 0, sizeof(nulls));
@@ -195,6 +211,19 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 						values[8] = CStringGetTextDatum(key_text);
 					if (natts > 9 && !nulls[9])
 						values[9] = CStringGetTextDatum(is_stale ? "stale" : "healthy");
+					if (natts > 10)
+					{
+						double		tuples;
+						double		pages;
+						float4		reltuples = rel_reltuples(leaf->relid);
+
+						if (reltuples >= 0)
+							values[10] = Float8GetDatum(reltuples);
+						else if (cj_leaf_remote_size(leaf->relid, &tuples, &pages))
+							values[10] = Float8GetDatum(tuples);
+						else
+							nulls[10] = true;
+					}
 					tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
 										 values, nulls);
 				}

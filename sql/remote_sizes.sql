@@ -1,0 +1,101 @@
+--
+-- remote_sizes: foreign partitions nobody ANALYZEd get their sizes from
+-- their nodes (cached per backend for colojoin.remote_size_lifetime), so
+-- that estimates and the choice of what moves follow the data without
+-- ANALYZE or use_remote_estimate.  Every answer is compared with plain
+-- local tables.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS colojoin CASCADE;
+CREATE EXTENSION IF NOT EXISTS dblink;
+DROP SCHEMA IF EXISTS rs CASCADE;
+RESET client_min_messages;
+
+\getenv node1_port CJ_NODE1_PORT
+\getenv node2_port CJ_NODE2_PORT
+\getenv node3_port CJ_NODE3_PORT
+
+SELECT dblink_exec(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
+	'SET client_min_messages = warning; DROP SCHEMA IF EXISTS rs CASCADE')
+FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
+
+CREATE SERVER rs_n1 FOREIGN DATA WRAPPER postgres_fdw
+	OPTIONS (host '127.0.0.1', port :'node1_port', dbname 'colojoin_regress');
+CREATE SERVER rs_n2 FOREIGN DATA WRAPPER postgres_fdw
+	OPTIONS (host '127.0.0.1', port :'node2_port', dbname 'colojoin_regress');
+CREATE SERVER rs_n3 FOREIGN DATA WRAPPER postgres_fdw
+	OPTIONS (host '127.0.0.1', port :'node3_port', dbname 'colojoin_regress');
+CREATE USER MAPPING FOR CURRENT_USER SERVER rs_n1;
+CREATE USER MAPPING FOR CURRENT_USER SERVER rs_n2;
+CREATE USER MAPPING FOR CURRENT_USER SERVER rs_n3;
+
+CREATE SCHEMA rs;
+SET search_path = rs, public;
+CREATE TABLE big (k int, v int, pad text) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('big', ARRAY['rs_n1', 'rs_n2', 'rs_n3'], 6);
+CREATE TABLE small (k int, name text) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('small', ARRAY['rs_n1', 'rs_n2', 'rs_n3'], 3);
+CREATE TABLE big_l (k int, v int, pad text);
+CREATE TABLE small_l (k int, name text);
+INSERT INTO big_l SELECT g, g % 60, repeat('x', 20) FROM generate_series(1, 30000) g;
+INSERT INTO small_l SELECT g, 'name ' || g FROM generate_series(0, 59) g;
+INSERT INTO big SELECT * FROM big_l;
+INSERT INTO small SELECT * FROM small_l;
+-- the nodes count their rows (as autovacuum would); the coordinator's
+-- foreign tables stay unanalyzed
+SELECT dblink_exec(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p), 'ANALYZE')
+FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
+SELECT count(*) AS analyzed_on_the_coordinator FROM pg_class
+WHERE relnamespace = 'rs'::regnamespace AND relkind = 'f' AND reltuples >= 0;
+
+-- the rows the planner expects, from a plan's top line
+CREATE FUNCTION est(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	EXECUTE 'EXPLAIN ' || q INTO line;
+	RETURN substring(line FROM 'rows=([0-9]+)')::bigint;
+END $$;
+-- what moves in the plan of q
+CREATE FUNCTION moves(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		IF line ~ 'Strategy:' THEN
+			RETURN regexp_replace(trim(line), '^Strategy: ', '');
+		END IF;
+	END LOOP;
+	RETURN 'not on the nodes';
+END $$;
+
+-- off: the planner's default for never-analyzed foreign tables (10 pages)
+SET colojoin.remote_size_lifetime = 0;
+SELECT est('SELECT * FROM big') AS big_without, est('SELECT * FROM small') AS small_without;
+-- on: the nodes' counts
+RESET colojoin.remote_size_lifetime;
+SELECT est('SELECT * FROM big') AS big_with, est('SELECT * FROM small') AS small_with;
+SELECT sum(estimated_rows) AS big_in_shards_view FROM colojoin.shards WHERE table_name = 'big'::regclass;
+
+-- the choice of what moves follows: the small side is broadcast, and the
+-- answer is right either way
+SET colojoin.remote_size_lifetime = 0;
+SELECT moves('SELECT b.k, s.name FROM big b JOIN small s ON s.k = b.v') AS without_sizes;
+RESET colojoin.remote_size_lifetime;
+SELECT moves('SELECT b.k, s.name FROM big b JOIN small s ON s.k = b.v') AS with_sizes;
+SELECT (SELECT count(*) FROM (SELECT b.k, s.name FROM big b JOIN small s ON s.k = b.v
+		EXCEPT ALL SELECT b.k, s.name FROM big_l b JOIN small_l s ON s.k = b.v) x) AS only_sharded,
+	(SELECT count(*) FROM (SELECT b.k, s.name FROM big_l b JOIN small_l s ON s.k = b.v
+		EXCEPT ALL SELECT b.k, s.name FROM big b JOIN small s ON s.k = b.v) x) AS only_local;
+
+-- a node that cannot be reached gives no size: the default applies
+ALTER SERVER rs_n3 OPTIONS (SET port '1');
+SELECT est('SELECT * FROM big') > 0 AS still_planned;
+ALTER SERVER rs_n3 OPTIONS (SET port :'node3_port');
+
+-- refresh_statistics records the sizes in pg_class, which win from then on
+SELECT colojoin.refresh_statistics('big') AS leaves_recorded;
+SELECT est('SELECT * FROM big') AS big_recorded;
+
+DROP SCHEMA rs CASCADE;
+DROP SERVER rs_n1, rs_n2, rs_n3 CASCADE;

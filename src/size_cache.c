@@ -1,0 +1,297 @@
+/*-------------------------------------------------------------------------
+ *
+ * size_cache.c
+ *	  Sizes of foreign partitions nobody ANALYZEd, read from their nodes and
+ *	  cached per backend, so that the planner's estimates (and colojoin's
+ *	  choice of what to move) follow the data without ANALYZE or
+ *	  use_remote_estimate.
+ *
+ *	  For a foreign partition whose pg_class says it was never analyzed
+ *	  (reltuples < 0), get_relation_info_hook sets the relation's pages
+ *	  and tuples from the cache before postgres_fdw estimates its size
+ *	  (postgres_fdw would otherwise assume 10 pages).  A miss, or an entry
+ *	  older than colojoin.remote_size_lifetime, reads the sizes of every
+ *	  leaf of the sharded table at once: one small query per node, on a
+ *	  connection of its own outside any remote transaction, that takes no
+ *	  lock (the node's own count, pg_class.reltuples, when it made one, else
+ *	  its statistics' live rows).  A node that
+ *	  cannot be reached gives no size (the planner's default applies).
+ *	  Statistics in pg_class (ANALYZE, colojoin.refresh_statistics) always
+ *	  win over the cache.
+ *
+ *	  This file estimates; it plans nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "miscadmin.h"
+#include "optimizer/plancat.h"
+#include "storage/bufpage.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "colojoin.h"
+#include "connection.h"
+#include "metadata.h"
+#include "size_cache.h"
+
+/* the connection slot size reads use, apart from every transaction's */
+#define CJ_SIZE_SLOT 999
+
+int			colojoin_remote_size_lifetime = 300000;
+
+typedef struct SizeEntry
+{
+	Oid			leaf;			/* hash key */
+	double		tuples;			/* -1: the node does not know */
+	double		pages;
+	TimestampTz fetched;
+} SizeEntry;
+
+static HTAB *sizes = NULL;
+static get_relation_info_hook_type prev_relation_info = NULL;
+
+/*
+ * cj_remote_sizes_query: the SQL that reads, on one node, the sizes of the
+ * tables named by parallel lists of schemas and names (literals), one row
+ * per table found: ordinal, reltuples, relpages, pages now.
+ */
+char *
+cj_remote_sizes_query(const char *schemas, const char *names)
+{
+	return psprintf("SELECT s.i, c.reltuples, c.relpages, "
+					"pg_catalog.pg_relation_size(c.oid) / pg_catalog.current_setting('block_size')::pg_catalog.int8 "
+					"FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
+					"pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[])) "
+					"WITH ORDINALITY AS s(nsp, rel, i) "
+					"JOIN pg_catalog.pg_namespace n ON n.nspname = s.nsp "
+					"JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.rel",
+					schemas, names);
+}
+
+/*
+ * cj_remote_size_row: the tuples and pages of a row of that query: the
+ * rows the node counted scaled to the table's size now (as the planner
+ * scales a plain table's), or -1 tuples when it never counted them.
+ */
+void
+cj_remote_size_row(PGresult *res, int row, double *tuples, double *pages)
+{
+	double		t = strtod(PQgetvalue(res, row, 1), NULL);
+	double		p = strtod(PQgetvalue(res, row, 2), NULL);
+	double		now = strtod(PQgetvalue(res, row, 3), NULL);
+
+	if (t >= 0 && p > 0)
+		t = t / p * now;
+	else if (now > 0 || t < 0)
+		t = -1;
+	*tuples = t;
+	*pages = now;
+}
+
+/* read the sizes of every foreign leaf of t from its primary's node */
+static void
+fetch_sizes(CjTable *t)
+{
+	List	   *servers = NIL;
+	ListCell   *ls;
+	TimestampTz now = GetCurrentTimestamp();
+	int			c,
+				l;
+
+	for (c = 0; c < t->nclasses; c++)
+		for (l = 0; l < t->classes[c].nleaves; l++)
+		{
+			CjLeaf	   *leaf = &t->classes[c].leaves[l];
+
+			if (leaf->is_foreign && leaf->nplacements > 0)
+				servers = list_append_unique_oid(servers, leaf->placements[0].serverid);
+		}
+
+	foreach(ls, servers)
+	{
+		Oid			serverid = lfirst_oid(ls);
+		StringInfoData schemas;
+		StringInfoData names;
+		List	   *leaves = NIL;
+		PGconn	   *conn;
+		PGresult   *res;
+		char	   *why = NULL;
+		int			i;
+
+		initStringInfo(&schemas);
+		initStringInfo(&names);
+		for (c = 0; c < t->nclasses; c++)
+			for (l = 0; l < t->classes[c].nleaves; l++)
+			{
+				CjLeaf	   *leaf = &t->classes[c].leaves[l];
+
+				if (!leaf->is_foreign || leaf->nplacements == 0 ||
+					leaf->placements[0].serverid != serverid)
+					continue;
+				leaves = lappend_oid(leaves, leaf->relid);
+				appendStringInfo(&schemas, "%s%s", schemas.len ? "," : "",
+								 quote_literal_cstr(leaf->placements[0].remote_schema));
+				appendStringInfo(&names, "%s%s", names.len ? "," : "",
+								 quote_literal_cstr(leaf->placements[0].remote_table));
+			}
+		if (!cj_has_user_mapping(serverid, GetUserId()))
+			continue;
+		conn = cj_conn_open_raw(serverid, GetUserId(), CJ_SIZE_SLOT, &why);
+		if (conn == NULL)
+			continue;			/* down: the planner's default size applies */
+		/*
+		 * Nothing here may wait: no lock (a table someone locked on the node
+		 * is still counted, by its statistics), a bounded time.
+		 */
+		res = PQexec(conn, psprintf("SET statement_timeout = '2s'; "
+									"SELECT s.i, c.reltuples, c.relpages, "
+									"COALESCE(pg_catalog.pg_stat_get_live_tuples(c.oid), -1) "
+									"FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
+									"pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[])) "
+									"WITH ORDINALITY AS s(nsp, rel, i) "
+									"JOIN pg_catalog.pg_namespace n ON n.nspname = s.nsp "
+									"JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.rel",
+									schemas.data, names.data));
+		if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		{
+			for (i = 0; i < PQntuples(res); i++)
+			{
+				int			idx = atoi(PQgetvalue(res, i, 0)) - 1;
+				Oid			leaf;
+				SizeEntry  *e;
+				bool		found;
+
+				if (idx < 0 || idx >= list_length(leaves))
+					continue;
+				leaf = list_nth_oid(leaves, idx);
+				e = hash_search(sizes, &leaf, HASH_ENTER, &found);
+				/* the node's count when it made one, else its live rows */
+				e->tuples = strtod(PQgetvalue(res, i, 1), NULL);
+				e->pages = strtod(PQgetvalue(res, i, 2), NULL);
+				if (e->tuples < 0)
+					e->tuples = strtod(PQgetvalue(res, i, 3), NULL);
+				e->fetched = now;
+			}
+		}
+		PQclear(res);
+	}
+}
+
+/* the cached size of leaf (a foreign partition of root), fetched if stale */
+static SizeEntry *
+leaf_size(Oid leaf, Oid root)
+{
+	SizeEntry  *e;
+	CjTable    *t;
+
+	if (sizes == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(SizeEntry);
+		ctl.hcxt = TopMemoryContext;
+		sizes = hash_create("colojoin remote sizes", 256, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(sizes, &leaf, HASH_FIND, NULL);
+	if (e != NULL &&
+		!TimestampDifferenceExceeds(e->fetched, GetCurrentTimestamp(),
+									colojoin_remote_size_lifetime))
+		return e;
+	t = cj_get_table(root);
+	if (t == NULL)
+		return NULL;
+	fetch_sizes(t);
+	return hash_search(sizes, &leaf, HASH_FIND, NULL);
+}
+
+bool
+cj_leaf_remote_size(Oid leaf, double *tuples, double *pages)
+{
+	List	   *ancestors;
+	SizeEntry  *e;
+
+	if (colojoin_remote_size_lifetime <= 0 || !colojoin_is_active() ||
+		get_rel_relkind(leaf) != RELKIND_FOREIGN_TABLE ||
+		!get_rel_relispartition(leaf))
+		return false;
+	ancestors = get_partition_ancestors(leaf);
+	if (ancestors == NIL)
+		return false;
+	e = leaf_size(leaf, llast_oid(ancestors));
+	if (e == NULL)
+		return false;
+	if (e->tuples < 0)
+		return false;			/* the node knows nothing either */
+	*tuples = e->tuples;
+	*pages = e->pages;
+	if (*pages <= 0 && *tuples > 0)
+	{
+		/* pages the node never counted: from the rows and their width */
+		int32		width = get_relation_data_width(leaf, NULL);
+		double		per_page = (BLCKSZ - SizeOfPageHeaderData) /
+			(double) (MAXALIGN(SizeofHeapTupleHeader) + width + sizeof(ItemIdData));
+
+		*pages = ceil(*tuples / Max(per_page, 1));
+	}
+	return true;
+}
+
+void
+cj_size_cache_forget(void)
+{
+	if (sizes != NULL)
+	{
+		hash_destroy(sizes);
+		sizes = NULL;
+	}
+}
+
+static void
+cj_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
+				 RelOptInfo *rel)
+{
+	double		tuples;
+	double		pages;
+
+	if (prev_relation_info)
+		prev_relation_info(root, relationObjectId, inhparent, rel);
+
+	/* never analyzed (a foreign table's pg_class says -1): ask the node */
+	if (rel->reloptkind != RELOPT_OTHER_MEMBER_REL || rel->tuples >= 0)
+		return;
+	if (cj_leaf_remote_size(relationObjectId, &tuples, &pages))
+	{
+		rel->pages = (BlockNumber) Min(pages, (double) MaxBlockNumber);
+		rel->tuples = tuples;
+	}
+}
+
+void
+cj_size_cache_init(void)
+{
+	DefineCustomIntVariable("colojoin.remote_size_lifetime",
+							"How long a backend keeps the sizes it read from the nodes for foreign partitions nobody analyzed.",
+							"0 turns the reading off: such partitions get the planner's default size.",
+							&colojoin_remote_size_lifetime,
+							300000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	prev_relation_info = get_relation_info_hook;
+	get_relation_info_hook = cj_relation_info;
+}

@@ -1,0 +1,34 @@
+/*-------------------------------------------------------------------------
+ *
+ * size_cache.h
+ *	  Sizes of never-analyzed foreign partitions, read from their nodes and
+ *	  cached per backend (size_cache.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_SIZE_CACHE_H
+#define COLOJOIN_SIZE_CACHE_H
+
+#include "libpq-fe.h"
+
+extern int	colojoin_remote_size_lifetime;	/* ms; 0: off */
+
+/*
+ * cj_leaf_remote_size: the size the planner uses for foreign partition
+ * leaf when pg_class has none: from the cache, read from the node when
+ * missing or older than colojoin.remote_size_lifetime.  false when there
+ * is none (off, not a foreign partition, node unreachable).
+ */
+extern bool cj_leaf_remote_size(Oid leaf, double *tuples, double *pages);
+
+/* forget every cached size (refresh_statistics) */
+extern void cj_size_cache_forget(void);
+
+/* the size query of one node, and the size of one of its rows */
+extern char *cj_remote_sizes_query(const char *schemas, const char *names);
+extern void cj_remote_size_row(PGresult *res, int row, double *tuples,
+							   double *pages);
+
+extern void cj_size_cache_init(void);
+
+#endif							/* COLOJOIN_SIZE_CACHE_H */
