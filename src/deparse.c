@@ -1777,3 +1777,35 @@ cj_type_name(Oid typid, int32 typmod)
 								FORMAT_TYPE_TYPEMOD_GIVEN |
 								FORMAT_TYPE_FORCE_QUALIFY);
 }
+
+/*
+ * cj_append_copy_value
+ *		A value in COPY's text format: backslash, and the characters that
+ *		would end a field or a line, escaped.
+ */
+void
+cj_append_copy_value(StringInfo buf, const char *value)
+{
+	const char *p;
+
+	for (p = value; *p; p++)
+	{
+		switch (*p)
+		{
+			case '\\':
+				appendStringInfoString(buf, "\\\\");
+				break;
+			case '\t':
+				appendStringInfoString(buf, "\\t");
+				break;
+			case '\n':
+				appendStringInfoString(buf, "\\n");
+				break;
+			case '\r':
+				appendStringInfoString(buf, "\\r");
+				break;
+			default:
+				appendStringInfoChar(buf, *p);
+		}
+	}
+}

@@ -64,6 +64,9 @@ extern bool cj_is_shippable_window(PlannerInfo *root, Expr *expr);
  */
 extern void cj_deparse_expr(StringInfo buf, Expr *expr, CjDeparseContext *ctx);
 
+/* a value in COPY's text format (backslash, tab, newline, return escaped) */
+extern void cj_append_copy_value(StringInfo buf, const char *value);
+
 /* identifier and literal quoting */
 extern const char *cj_quote_ident(const char *ident);
 extern void cj_append_literal(StringInfo buf, const char *value);

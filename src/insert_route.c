@@ -331,31 +331,6 @@ cj_router_begin(Oid relid, Oid userid, List *conflict, int nparams,
 	return r;
 }
 
-/* COPY text format: backslash, and the characters that end fields or lines */
-static void
-append_copy_text(StringInfo buf, const char *s)
-{
-	for (; *s; s++)
-	{
-		switch (*s)
-		{
-			case '\\':
-				appendStringInfoString(buf, "\\\\");
-				break;
-			case '\n':
-				appendStringInfoString(buf, "\\n");
-				break;
-			case '\r':
-				appendStringInfoString(buf, "\\r");
-				break;
-			case '\t':
-				appendStringInfoString(buf, "\\t");
-				break;
-			default:
-				appendStringInfoChar(buf, *s);
-		}
-	}
-}
 
 static void
 count_node_rows(CjRouter *r, Oid serverid, int64 n)
@@ -646,7 +621,7 @@ cj_router_put(CjRouter *r, TupleTableSlot *slot)
 			appendStringInfo(&b->data, "::%s", r->type_names[i]);
 		}
 		else
-			append_copy_text(&b->data,
+			cj_append_copy_value(&b->data,
 							 OutputFunctionCall(&r->outfuncs[i], slot->tts_values[i]));
 	}
 	appendStringInfoChar(&b->data, r->use_values ? ')' : '\n');

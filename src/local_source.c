@@ -20,38 +20,11 @@
 
 #include "colojoin.h"
 #include "connection.h"
+#include "deparse.h"
 #include "local_source.h"
 
 /* send COPY data once this much has gathered */
 #define CJ_LOCAL_COPY_CHUNK 65536
-
-/* one value in COPY text format: backslash, tab, newline, CR escaped */
-static void
-append_copy_value(StringInfo buf, const char *value)
-{
-	const char *p;
-
-	for (p = value; *p; p++)
-	{
-		switch (*p)
-		{
-			case '\\':
-				appendStringInfoString(buf, "\\\\");
-				break;
-			case '\t':
-				appendStringInfoString(buf, "\\t");
-				break;
-			case '\n':
-				appendStringInfoString(buf, "\\n");
-				break;
-			case '\r':
-				appendStringInfoString(buf, "\\r");
-				break;
-			default:
-				appendStringInfoChar(buf, *p);
-		}
-	}
-}
 
 /*
  * cj_copy_local_rows
@@ -110,7 +83,7 @@ cj_copy_local_rows(const char *select_sql, CjConnection *dst,
 					appendStringInfoString(&buf, "\\N");
 				else
 				{
-					append_copy_value(&buf, value);
+					cj_append_copy_value(&buf, value);
 					pfree(value);
 				}
 			}

@@ -220,6 +220,20 @@ leaf_count(List **counts, Oid leaf, bool create)
 	return lcnt;
 }
 
+/* position of server in servers (it is there) */
+static int
+server_index(List *servers, Oid server)
+{
+	ListCell   *ls;
+
+	foreach(ls, servers)
+	{
+		if (lfirst_oid(ls) == server)
+			return foreach_current_index(ls);
+	}
+	return -1;
+}
+
 #define STMT_LEAF(s) ((Oid) intVal(list_nth((s), CJ_MSTMT_LEAF)))
 #define STMT_SERVER(s) ((Oid) intVal(list_nth((s), CJ_MSTMT_SERVER)))
 #define STMT_PLACEMENT(s) intVal(list_nth((s), CJ_MSTMT_PLACEMENT))
@@ -272,15 +286,8 @@ run_statements(CjModifyState *st)
 	{
 		List	   *s = (List *) lfirst(lc);
 		LeafCount  *lcnt = leaf_count(&counts, STMT_LEAF(s), true);
-		ListCell   *ls;
-		int			i = 0;
+		int			i = server_index(servers, STMT_SERVER(s));
 
-		foreach(ls, servers)
-		{
-			if (lfirst_oid(ls) == STMT_SERVER(s))
-				break;
-			i++;
-		}
 		if (list_nth(conns, i) != NULL && STMT_PLACEMENT(s) < lcnt->ref)
 			lcnt->ref = STMT_PLACEMENT(s);
 	}
@@ -307,15 +314,8 @@ run_statements(CjModifyState *st)
 	foreach(lc, st->stmts)
 	{
 		List	   *s = (List *) lfirst(lc);
-		ListCell   *ls;
-		int			i = 0;
+		int			i = server_index(servers, STMT_SERVER(s));
 
-		foreach(ls, servers)
-		{
-			if (lfirst_oid(ls) == STMT_SERVER(s))
-				break;
-			i++;
-		}
 		if (list_nth(conns, i) == NULL)
 		{
 			ListCell   *ld;

@@ -44,8 +44,6 @@
  *		At execution, only the class those values hash to can produce rows.
  *		Returns the parameter expressions, one per key column, or NIL.
  */
-static int	count_references(CjJoinGroup *g);
-
 static List *
 find_prune_keys(CjJoinGroup *g, int *prune_rel)
 {
@@ -62,7 +60,7 @@ find_prune_keys(CjJoinGroup *g, int *prune_rel)
 		int			c;
 
 		if (br->move != CJ_MOVE_NONE || table->strategy != PARTITION_STRATEGY_HASH ||
-			br->space_index >= g->space->ntables - count_references(g))
+			br->space_index >= g->space->ntables - cj_group_references(g))
 			continue;
 		/* required: without its rows no class produces anything */
 		memset(present, true, sizeof(bool) * nt);
@@ -126,28 +124,6 @@ find_prune_keys(CjJoinGroup *g, int *prune_rel)
 		}
 	}
 	return NIL;
-}
-
-/* how many tables of the group's class space are reference tables (its last) */
-static int
-count_references(CjJoinGroup *g)
-{
-	ListCell   *lc;
-	int			refs = 0;
-	bool		others = false;
-
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = (CjBaseRel *) lfirst(lc);
-
-		if (br->move != CJ_MOVE_NONE)
-			continue;
-		if (br->reference)
-			refs++;
-		else
-			others = true;
-	}
-	return others ? refs : 0;
 }
 
 /*
@@ -355,7 +331,7 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			CjBaseRel  *br = (CjBaseRel *) lfirst(lc);
 
 			if (br->space_index >= 0 && br->move == CJ_MOVE_NONE && br->table &&
-				br->space_index < g->space->ntables - count_references(g))
+				br->space_index < g->space->ntables - cj_group_references(g))
 				in_place = lappend(in_place,
 								   list_make4(makeInteger((int) br->rtindex),
 											  makeInteger((int) br->relid),

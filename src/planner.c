@@ -819,11 +819,11 @@ check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons)
  * (they are joined to sharded tables; a group of reference tables alone
  * treats them as the one-partition tables they are)
  */
-static bool
-has_references(CjJoinGroup *g)
+int
+cj_group_references(CjJoinGroup *g)
 {
 	ListCell   *lc;
-	bool		refs = false;
+	int			refs = 0;
 	bool		others = false;
 
 	foreach(lc, g->rels)
@@ -833,11 +833,17 @@ has_references(CjJoinGroup *g)
 		if (br->move != CJ_MOVE_NONE)
 			continue;
 		if (br->reference)
-			refs = true;
+			refs++;
 		else
 			others = true;
 	}
-	return refs && others;
+	return others ? refs : 0;
+}
+
+static bool
+has_references(CjJoinGroup *g)
+{
+	return cj_group_references(g) > 0;
 }
 
 static void

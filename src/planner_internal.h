@@ -140,6 +140,8 @@ extern List *cj_refining_leaves(CjJoinGroup *g, CjBaseRel *br, int c);
 extern bool cj_leaves_on_node(List *leaves, Oid serverid);
 
 /* planner.c */
+/* how many reference tables the group reads whole in each class (its space's last tables) */
+extern int	cj_group_references(CjJoinGroup *g);
 extern int	cj_class_remainder(CjJoinGroup *g, int c);
 extern bool cj_tree_produces(CjJoinTree *t, const bool *present);
 extern CjJoinGroup *cj_group_of_rel(RelOptInfo *rel);

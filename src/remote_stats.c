@@ -144,32 +144,13 @@ colojoin_refresh_statistics(PG_FUNCTION_ARGS)
 		PGresult   *res;
 		int			i;
 
+		List	   *metas = NIL;
+
 		initStringInfo(&schemas);
 		initStringInfo(&names);
 		foreach(lt, tables)
-		{
-			CjTable    *t = cj_get_table(lfirst_oid(lt));
-			int			c,
-						l;
-
-			if (t == NULL)
-				continue;
-			for (c = 0; c < t->nclasses; c++)
-				for (l = 0; l < t->classes[c].nleaves; l++)
-				{
-					CjLeaf	   *leaf = &t->classes[c].leaves[l];
-
-					if (!leaf->is_foreign || leaf->nplacements == 0 ||
-						leaf->placements[0].serverid != serverid ||
-						list_member_oid(leaves, leaf->relid))
-						continue;
-					leaves = lappend_oid(leaves, leaf->relid);
-					appendStringInfo(&schemas, "%s%s", schemas.len ? "," : "",
-									 quote_literal_cstr(leaf->placements[0].remote_schema));
-					appendStringInfo(&names, "%s%s", names.len ? "," : "",
-									 quote_literal_cstr(leaf->placements[0].remote_table));
-				}
-		}
+			metas = lappend(metas, cj_get_table(lfirst_oid(lt)));
+		cj_leaves_on_server(metas, serverid, &leaves, &schemas, &names);
 		conn = cj_get_connection(serverid, GetUserId(), 0);
 		res = cj_exec_query(conn, cj_remote_sizes_query(schemas.data, names.data),
 							"reading table sizes");

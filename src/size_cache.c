@@ -101,6 +101,41 @@ cj_remote_size_row(PGresult *res, int row, double *tuples, double *pages)
 	*pages = now;
 }
 
+/*
+ * cj_leaves_on_server: the foreign leaves of tables (CjTable *) whose
+ * primary placement is on serverid, each once, and their remote schemas and
+ * names as comma-separated literals, for cj_remote_sizes_query.
+ */
+void
+cj_leaves_on_server(List *tables, Oid serverid, List **leaves,
+					StringInfo schemas, StringInfo names)
+{
+	ListCell   *lt;
+
+	foreach(lt, tables)
+	{
+		CjTable    *t = (CjTable *) lfirst(lt);
+		int			c,
+					l;
+
+		for (c = 0; t != NULL && c < t->nclasses; c++)
+			for (l = 0; l < t->classes[c].nleaves; l++)
+			{
+				CjLeaf	   *leaf = &t->classes[c].leaves[l];
+
+				if (!leaf->is_foreign || leaf->nplacements == 0 ||
+					leaf->placements[0].serverid != serverid ||
+					list_member_oid(*leaves, leaf->relid))
+					continue;
+				*leaves = lappend_oid(*leaves, leaf->relid);
+				appendStringInfo(schemas, "%s%s", schemas->len ? "," : "",
+								 quote_literal_cstr(leaf->placements[0].remote_schema));
+				appendStringInfo(names, "%s%s", names->len ? "," : "",
+								 quote_literal_cstr(leaf->placements[0].remote_table));
+			}
+	}
+}
+
 /* read the sizes of every foreign leaf of t from its primary's node */
 static void
 fetch_sizes(CjTable *t)
@@ -133,20 +168,7 @@ fetch_sizes(CjTable *t)
 
 		initStringInfo(&schemas);
 		initStringInfo(&names);
-		for (c = 0; c < t->nclasses; c++)
-			for (l = 0; l < t->classes[c].nleaves; l++)
-			{
-				CjLeaf	   *leaf = &t->classes[c].leaves[l];
-
-				if (!leaf->is_foreign || leaf->nplacements == 0 ||
-					leaf->placements[0].serverid != serverid)
-					continue;
-				leaves = lappend_oid(leaves, leaf->relid);
-				appendStringInfo(&schemas, "%s%s", schemas.len ? "," : "",
-								 quote_literal_cstr(leaf->placements[0].remote_schema));
-				appendStringInfo(&names, "%s%s", names.len ? "," : "",
-								 quote_literal_cstr(leaf->placements[0].remote_table));
-			}
+		cj_leaves_on_server(list_make1(t), serverid, &leaves, &schemas, &names);
 		if (!cj_has_user_mapping(serverid, GetUserId()))
 			continue;
 		conn = cj_conn_open_raw(serverid, GetUserId(), CJ_SIZE_SLOT, &why);

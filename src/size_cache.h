@@ -9,7 +9,9 @@
 #ifndef COLOJOIN_SIZE_CACHE_H
 #define COLOJOIN_SIZE_CACHE_H
 
+#include "lib/stringinfo.h"
 #include "libpq-fe.h"
+#include "nodes/pg_list.h"
 
 extern int	colojoin_remote_size_lifetime;	/* ms; 0: off */
 
@@ -23,6 +25,10 @@ extern bool cj_leaf_remote_size(Oid leaf, double *tuples, double *pages);
 
 /* forget every cached size (refresh_statistics) */
 extern void cj_size_cache_forget(void);
+
+/* a node's foreign leaves (primary placement) among tables, for its size query */
+extern void cj_leaves_on_server(List *tables, Oid serverid, List **leaves,
+								StringInfo schemas, StringInfo names);
 
 /* the size query of one node, and the size of one of its rows */
 extern char *cj_remote_sizes_query(const char *schemas, const char *names);

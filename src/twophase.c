@@ -292,6 +292,22 @@ local_xact_running(const char *gid, const char *prefix)
 	return TransactionIdIsInProgress(xid);
 }
 
+/* the query listing a node's transactions this coordinator prepared */
+static char *
+prepared_gids_sql(const char *prefix)
+{
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "SELECT gid FROM pg_catalog.pg_prepared_xacts "
+						   "WHERE database = pg_catalog.current_database() "
+						   "AND pg_catalog.starts_with(gid, ");
+	cj_append_literal(&sql, prefix);
+	appendStringInfoString(&sql, ") ORDER BY gid");
+	return sql.data;
+}
+
 /* run a command outside any transaction; false (with why) on failure */
 static bool
 run_raw(PGconn *conn, const char *sql, char **why)
@@ -328,13 +344,7 @@ cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node, bool quiet,
 	int			i;
 
 	initStringInfo(&sql);
-	appendStringInfoString(&sql,
-						   "SELECT gid FROM pg_catalog.pg_prepared_xacts "
-						   "WHERE database = pg_catalog.current_database() "
-						   "AND pg_catalog.starts_with(gid, ");
-	cj_append_literal(&sql, prefix);
-	appendStringInfoString(&sql, ") ORDER BY gid");
-	res = PQexec(conn, sql.data);
+	res = PQexec(conn, prepared_gids_sql(prefix));
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 	{
 		char	   *why = pstrdup(PQerrorMessage(conn));
@@ -481,7 +491,6 @@ colojoin_recover_prepared_transactions(PG_FUNCTION_ARGS)
 		Snapshot	snap;
 		List	   *before;
 		PGresult   *res;
-		StringInfoData sql;
 		int			r;
 
 		if (!cj_has_user_mapping(servers[i], GetUserId()))
@@ -508,14 +517,7 @@ colojoin_recover_prepared_transactions(PG_FUNCTION_ARGS)
 
 		(void) cj_twophase_resolve(conn, servers[i], node, false, &report);
 
-		initStringInfo(&sql);
-		appendStringInfoString(&sql,
-							   "SELECT gid FROM pg_catalog.pg_prepared_xacts "
-							   "WHERE database = pg_catalog.current_database() "
-							   "AND pg_catalog.starts_with(gid, ");
-		cj_append_literal(&sql, prefix);
-		appendStringInfoChar(&sql, ')');
-		res = PQexec(conn, sql.data);
+		res = PQexec(conn, prepared_gids_sql(prefix));
 		if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		{
 			PQclear(res);
