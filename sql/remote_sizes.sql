@@ -88,6 +88,22 @@ SELECT (SELECT count(*) FROM (SELECT b.k, s.name FROM big b JOIN small s ON s.k 
 	(SELECT count(*) FROM (SELECT b.k, s.name FROM big_l b JOIN small_l s ON s.k = b.v
 		EXCEPT ALL SELECT b.k, s.name FROM big b JOIN small s ON s.k = b.v) x) AS only_local;
 
+-- EXPLAIN ANALYZE: the rows the plan expected to move (Rows Moved) next to
+-- those that moved (small, 60 rows, to each of the 3 nodes)
+CREATE FUNCTION moved(q text, OUT estimate bigint, OUT actual bigint) LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
+		IF line ~ '^\s*Rows Moved:' THEN
+			estimate := substring(line FROM '([0-9]+)')::bigint;
+		ELSIF line ~ '^\s*Actual Rows Moved:' THEN
+			actual := substring(line FROM '([0-9]+)')::bigint;
+		END IF;
+	END LOOP;
+END $$;
+SELECT * FROM moved('SELECT b.k, s.name FROM big b JOIN small s ON s.k = b.v');
+
 -- a node that cannot be reached gives no size: the default applies
 ALTER SERVER rs_n3 OPTIONS (SET port '1');
 SELECT est('SELECT * FROM big') > 0 AS still_planned;

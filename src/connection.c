@@ -2735,12 +2735,22 @@ expect_copy_start(CjConnection *c, ExecStatusType want, const char *sql,
 }
 
 /* collect the final results of a finished COPY; ERROR on a failure */
+/* rows the last COPY into a node took, from its command tag (COPY n) */
+static uint64 last_copy_rows = 0;
+
+uint64
+cj_copy_last_rows(void)
+{
+	return last_copy_rows;
+}
+
 static void
 finish_copy(CjConnection *c, const char *sql, const char *context)
 {
 	PGresult   *res;
 	PGresult   *volatile failed = NULL;
 
+	last_copy_rows = 0;
 	PG_TRY();
 	{
 		while ((res = get_result(c, context)) != NULL)
@@ -2748,7 +2758,11 @@ finish_copy(CjConnection *c, const char *sql, const char *context)
 			if (PQresultStatus(res) != PGRES_COMMAND_OK && failed == NULL)
 				failed = res;
 			else
+			{
+				if (PQresultStatus(res) == PGRES_COMMAND_OK)
+					last_copy_rows = strtoull(PQcmdTuples(res), NULL, 10);
 				PQclear(res);
+			}
 		}
 	}
 	PG_CATCH();

@@ -98,6 +98,9 @@ extern uint64 cj_copy_rows(CjConnection *src, const char *copy_out_sql,
 						   CjConnection *dst, const char *copy_in_sql,
 						   const char *context);
 
+/* the rows the last COPY into a node (cj_copy_rows, cj_copy_in_finish) took */
+extern uint64 cj_copy_last_rows(void);
+
 /* "host=... port=..." style description of a server, for messages */
 extern char *cj_server_address(Oid serverid);
 

@@ -556,6 +556,7 @@ run_moves(CjScanState *st, Oid userid)
 		move->xact_id = cj_conn_xact_id(move->dest, userid, move->dest_slot);
 		move->runs++;
 		move->bytes = 0;
+		move->rows = 0;
 		foreach(lc, move->sources)
 		{
 			List	   *source = (List *) lfirst(lc);
@@ -568,6 +569,7 @@ run_moves(CjScanState *st, Oid userid)
 				move->bytes += cj_copy_local_rows(strVal(lsecond(source)), dst,
 												  execution_names(st, move->copy_in_sql),
 												  context);
+				move->rows += cj_copy_last_rows();
 				continue;
 			}
 
@@ -580,6 +582,7 @@ run_moves(CjScanState *st, Oid userid)
 			move->bytes += cj_copy_rows(src, strVal(lsecond(source)), dst,
 										execution_names(st, move->copy_in_sql),
 										context);
+			move->rows += cj_copy_last_rows();
 		}
 		INSTR_TIME_SET_CURRENT(end);
 		INSTR_TIME_SUBTRACT(end, start);

@@ -55,6 +55,7 @@ typedef struct CjExecMove
 	uint64		xact_id;		/* its remote transaction (cj_conn_xact_id) */
 	int			runs;			/* times it was made, over rescans */
 	uint64		bytes;
+	uint64		rows;			/* rows it moved the last time it ran */
 	double		seconds;
 } CjExecMove;
 

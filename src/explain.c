@@ -70,6 +70,7 @@ static void
 explain_move_totals(CjScanState *st, ExplainState *es)
 {
 	uint64		bytes = 0;
+	uint64		rows = 0;
 	double		seconds = 0;
 	int			i;
 
@@ -78,8 +79,11 @@ explain_move_totals(CjScanState *st, ExplainState *es)
 	for (i = 0; i < st->nmoves; i++)
 	{
 		bytes += st->moves[i].bytes;
+		rows += st->moves[i].rows;
 		seconds += st->moves[i].seconds;
 	}
+	/* next to the plan's estimate (Rows Moved), what really moved */
+	ExplainPropertyUInteger("Actual Rows Moved", NULL, rows, es);
 	ExplainPropertyUInteger("Bytes Moved", NULL, bytes, es);
 
 	/* rescans reuse the moved rows: say how often they really moved */
