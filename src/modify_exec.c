@@ -259,6 +259,8 @@ run_statements(CjModifyState *st)
 	ListCell   *lc;
 	ListCell   *lq;
 	bool		more = true;
+	int			phase;
+	int			maxphase = 0;
 
 	/* the nodes, and which of them answer */
 	foreach(lc, st->stmts)
@@ -308,96 +310,114 @@ run_statements(CjModifyState *st)
 		}
 	}
 
-	/* the statements of live nodes, queued per node; the others' leaves go stale */
-	foreach(lc, servers)
-		queues = lappend(queues, NIL);
+	/* the leaves of nodes that cannot be reached go stale */
 	foreach(lc, st->stmts)
 	{
 		List	   *s = (List *) lfirst(lc);
-		int			i = server_index(servers, STMT_SERVER(s));
+		ListCell   *ld;
 
-		if (list_nth(conns, i) == NULL)
-		{
-			ListCell   *ld;
-
-			foreach(ld, stale)
-			{
-				List	   *down = (List *) lfirst(ld);
-
-				if ((Oid) intVal(linitial(down)) == STMT_SERVER(s))
-					cj_health_mark_stale(STMT_LEAF(s), STMT_SERVER(s),
-										 psprintf("could not connect: %s",
-												  strVal(lsecond(down))));
-			}
+		if (STMT_PLACEMENT(s) > maxphase)
+			maxphase = STMT_PLACEMENT(s);
+		if (list_nth(conns, server_index(servers, STMT_SERVER(s))) != NULL)
 			continue;
+		foreach(ld, stale)
+		{
+			List	   *down = (List *) lfirst(ld);
+
+			if ((Oid) intVal(linitial(down)) == STMT_SERVER(s))
+				cj_health_mark_stale(STMT_LEAF(s), STMT_SERVER(s),
+									 psprintf("could not connect: %s",
+											  strVal(lsecond(down))));
 		}
-		list_nth_cell(queues, i)->ptr_value =
-			lappend((List *) list_nth(queues, i), s);
 	}
 
 	/* no write yet: check that all of it can commit */
 	cj_check_two_phase(live);
 
-	while (more)
+	/*
+	 * Primaries first, every one of them, then the first replicas, and so
+	 * on: two statements changing the same rows then meet at the primary
+	 * (one waits there) instead of each locking a different copy first and
+	 * waiting for the other on another node, which no node could detect.
+	 */
+	for (phase = 0; phase <= maxphase; phase++)
 	{
-		List	   *sent = NIL;
-		ListCell   *lconn;
-
-		more = false;
-		CHECK_FOR_INTERRUPTS();
-		forboth(lq, queues, lconn, conns)
+		queues = NIL;
+		foreach(lc, servers)
+			queues = lappend(queues, NIL);
+		foreach(lc, st->stmts)
 		{
-			List	   *q = (List *) lfirst(lq);
-			List	   *s;
-			CjConnection *conn = (CjConnection *) lfirst(lconn);
+			List	   *s = (List *) lfirst(lc);
+			int			i = server_index(servers, STMT_SERVER(s));
 
-			if (q == NIL)
-			{
-				sent = lappend(sent, NULL);
+			if (STMT_PLACEMENT(s) != phase || list_nth(conns, i) == NULL)
 				continue;
-			}
-			s = (List *) linitial(q);
-			lfirst(lq) = list_delete_first(q);
-			cj_conn_note_dml(conn);
-			cj_conn_send_params(conn, strVal(list_nth(s, CJ_MSTMT_SQL)),
-								st->nparams, st->param_values,
-								psprintf("%s of leaf %s", st->verb,
-										 get_rel_name(STMT_LEAF(s))));
-			sent = lappend(sent, s);
-			more = true;
+			list_nth_cell(queues, i)->ptr_value =
+				lappend((List *) list_nth(queues, i), s);
 		}
-		forboth(lq, sent, lconn, conns)
+
+		more = true;
+		while (more)
 		{
-			List	   *s = (List *) lfirst(lq);
-			CjConnection *conn = (CjConnection *) lfirst(lconn);
-			PGresult   *res;
-			int64		n;
-			LeafCount  *lcnt;
+			List	   *sent = NIL;
+			ListCell   *lconn;
 
-			if (s == NULL)
-				continue;
-			res = cj_conn_collect(conn, strVal(list_nth(s, CJ_MSTMT_SQL)),
-								  psprintf("%s of leaf %s", st->verb,
-										   get_rel_name(STMT_LEAF(s))));
-			n = atoll(PQcmdTuples(res));
-			lcnt = leaf_count(&counts, STMT_LEAF(s), false);
-			if (STMT_PLACEMENT(s) == lcnt->ref)
+			more = false;
+			CHECK_FOR_INTERRUPTS();
+			forboth(lq, queues, lconn, conns)
 			{
-				lcnt->count = n;
-				st->rows += n;
-				if (st->returning)
-					keep_returned(st, res);
-			}
-			else
-			{
-				int64	   *v = palloc(sizeof(int64));
+				List	   *q = (List *) lfirst(lq);
+				List	   *s;
+				CjConnection *conn = (CjConnection *) lfirst(lconn);
 
-				*v = n;
-				lcnt->others = lappend(lcnt->others,
-									   list_make2(list_nth(s, CJ_MSTMT_NODE), v));
+				if (q == NIL)
+				{
+					sent = lappend(sent, NULL);
+					continue;
+				}
+				s = (List *) linitial(q);
+				lfirst(lq) = list_delete_first(q);
+				cj_conn_note_dml(conn);
+				cj_conn_send_params(conn, strVal(list_nth(s, CJ_MSTMT_SQL)),
+									st->nparams, st->param_values,
+									psprintf("%s of leaf %s", st->verb,
+											 get_rel_name(STMT_LEAF(s))));
+				sent = lappend(sent, s);
+				more = true;
 			}
-			count_node_rows(st, strVal(list_nth(s, CJ_MSTMT_NODE)), n);
-			PQclear(res);
+			forboth(lq, sent, lconn, conns)
+			{
+				List	   *s = (List *) lfirst(lq);
+				CjConnection *conn = (CjConnection *) lfirst(lconn);
+				PGresult   *res;
+				int64		n;
+				LeafCount  *lcnt;
+
+				if (s == NULL)
+					continue;
+				res = cj_conn_collect(conn, strVal(list_nth(s, CJ_MSTMT_SQL)),
+									  psprintf("%s of leaf %s", st->verb,
+											   get_rel_name(STMT_LEAF(s))));
+				n = atoll(PQcmdTuples(res));
+				lcnt = leaf_count(&counts, STMT_LEAF(s), false);
+				if (STMT_PLACEMENT(s) == lcnt->ref)
+				{
+					lcnt->count = n;
+					st->rows += n;
+					if (st->returning)
+						keep_returned(st, res);
+				}
+				else
+				{
+					int64	   *v = palloc(sizeof(int64));
+
+					*v = n;
+					lcnt->others = lappend(lcnt->others,
+										   list_make2(list_nth(s, CJ_MSTMT_NODE), v));
+				}
+				count_node_rows(st, strVal(list_nth(s, CJ_MSTMT_NODE)), n);
+				PQclear(res);
+			}
 		}
 	}
 
