@@ -3288,12 +3288,6 @@ cj_conn_collect(CjConnection *conn, const char *sql, const char *context)
 	return collect_sql(conn, sql, context, true);
 }
 
-const char *
-cj_conn_node_name(CjConnection *conn)
-{
-	return NameStr(conn->node_name);
-}
-
 /*
  * cj_conn_open_raw
  *		See connection.h: an open connection of slot outside any remote

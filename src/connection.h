@@ -227,7 +227,6 @@ extern void cj_conn_send_params(CjConnection *conn, const char *sql,
 								const char *context);
 extern PGresult *cj_conn_collect(CjConnection *conn, const char *sql,
 								 const char *context);
-extern const char *cj_conn_node_name(CjConnection *conn);
 
 /*
  * cj_conn_open_raw: slot's connection, open and outside any remote

@@ -111,6 +111,9 @@ static bool replicas_relid_known = false;
 static Oid	stale_relid = InvalidOid;
 static bool stale_relid_known = false;
 
+/* whether that table has a row at all; -1 until looked at, reset with it */
+static int	any_stale = -1;
+
 /*
  * Invalidations that arrive while a table is being built (opening partitions
  * takes locks, which processes pending invalidations) are recorded here, so
@@ -254,7 +257,7 @@ cj_relcache_callback(Datum arg, Oid relid)
 			cj_forget_active_state();
 		replicas_relid_known = false;
 		stale_relid_known = false;
-		stale_relid_known = false;
+		any_stale = -1;
 		all = true;
 	}
 	note_build_inval(relid, all);
@@ -289,6 +292,7 @@ cj_namespace_callback(Datum arg, int cacheid, uint32 hashvalue)
 	/* CREATE/DROP EXTENSION and schema renames land here */
 	replicas_relid_known = false;
 	stale_relid_known = false;
+	any_stale = -1;
 	cj_syscache_callback(arg, cacheid, hashvalue);
 }
 
@@ -332,6 +336,7 @@ cj_metadata_invalidate(Oid relid)
 	{
 		replicas_relid_known = false;
 		stale_relid_known = false;
+		any_stale = -1;
 	}
 	note_build_inval(relid, !OidIsValid(relid));
 	invalidate_entries(relid, !OidIsValid(relid));
@@ -423,6 +428,31 @@ cj_stale_relid(void)
 	stale_relid = OidIsValid(nspid) ? get_relname_relid("stale_placements", nspid) : InvalidOid;
 	stale_relid_known = true;
 	return stale_relid;
+}
+
+/*
+ * cj_any_stale_placement
+ *		Whether colojoin.stale_placements has a row: a scan the first time,
+ *		then cached until the table changes (its trigger invalidates it), so
+ *		that the checks for stale placements cost nothing in the usual case.
+ */
+bool
+cj_any_stale_placement(void)
+{
+	Oid			relid = cj_stale_relid();
+
+	if (!OidIsValid(relid))
+		return false;
+	if (any_stale < 0)
+	{
+		Relation	rel = table_open(relid, AccessShareLock);
+		SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+
+		any_stale = (systable_getnext(scan) != NULL) ? 1 : 0;
+		systable_endscan(scan);
+		table_close(rel, AccessShareLock);
+	}
+	return any_stale == 1;
 }
 
 /*

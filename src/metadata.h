@@ -127,6 +127,9 @@ extern Oid	cj_replicas_relid(void);
 /* OID of table colojoin.stale_placements (InvalidOid before version 1.2) */
 extern Oid	cj_stale_relid(void);
 
+/* whether any placement is stale at all (cached until the table changes) */
+extern bool cj_any_stale_placement(void);
+
 /* Invalidate cached metadata of one table (or all, with InvalidOid) */
 extern void cj_metadata_invalidate(Oid relid);
 

@@ -1245,10 +1245,3 @@ cj_plan_modify(Query *parse, const char *query_string, int cursorOptions,
 								  boundParams, plan_fn);
 	return stmt;
 }
-
-bool
-cj_is_modify_plan(Plan *plan)
-{
-	return plan != NULL && IsA(plan, CustomScan) &&
-		((CustomScan *) plan)->methods == &cj_modify_scan_methods;
-}

@@ -84,9 +84,6 @@ extern bool cj_write_target(Oid relid, const char **why);
  */
 extern bool cj_planning_insert_source;
 
-/* is plan colojoin's write node? */
-extern bool cj_is_modify_plan(Plan *plan);
-
 extern CustomScanMethods cj_modify_scan_methods;
 extern void cj_modify_init(void);
 

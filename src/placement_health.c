@@ -74,7 +74,7 @@ cj_health_is_stale(Oid leafrelid, Oid serverid)
 	CjLeaf	   *leaf;
 	int			i;
 
-	if (!OidIsValid(cj_stale_relid()) || !get_rel_relispartition(leafrelid))
+	if (!cj_any_stale_placement() || !get_rel_relispartition(leafrelid))
 		return false;
 	leaf = find_leaf(leafrelid, &root);
 	for (i = 0; leaf != NULL && i < leaf->nstale; i++)
@@ -91,7 +91,7 @@ cj_health_primary_stale(Oid relid)
 				l,
 				i;
 
-	if (!OidIsValid(cj_stale_relid()) || (t = cj_get_table(relid)) == NULL)
+	if (!cj_any_stale_placement() || (t = cj_get_table(relid)) == NULL)
 		return false;
 	for (c = 0; c < t->nclasses; c++)
 		for (l = 0; l < t->classes[c].nleaves; l++)

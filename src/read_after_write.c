@@ -197,19 +197,25 @@ reads_written_node(Plan *plan, PlannedStmt *stmt, const char **what)
 		*what = cj_node_name(((ForeignScan *) plan)->fs_server);
 		return true;
 	}
-	if (IsA(plan, ForeignScan) && ((ForeignScan *) plan)->scan.scanrelid > 0)
+	if (IsA(plan, ForeignScan) && OidIsValid(((ForeignScan *) plan)->fs_server))
 	{
 		ForeignScan *fs = (ForeignScan *) plan;
-		Oid			relid = rt_fetch(fs->scan.scanrelid, stmt->rtable)->relid;
+		int			rti = -1;
 
-		if (OidIsValid(fs->fs_server) && cj_health_is_stale(relid, fs->fs_server))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot read \"%s\" through postgres_fdw: its placement on node \"%s\" is stale",
-							get_rel_name(relid), cj_node_name(fs->fs_server)),
-					 errdetail("The placement missed a write while its node was down."),
-					 errhint("Query the sharded table (colojoin reads a healthy placement), or SELECT colojoin.repair_placement('%s', '%s').",
-							 get_rel_name(relid), cj_node_name(fs->fs_server))));
+		/* every table it reads: one, or several a pushed join or aggregate reads */
+		while ((rti = bms_next_member(fs->fs_relids, rti)) >= 0)
+		{
+			Oid			relid = rt_fetch(rti, stmt->rtable)->relid;
+
+			if (cj_health_is_stale(relid, fs->fs_server))
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("cannot read \"%s\" through postgres_fdw: its placement on node \"%s\" is stale",
+								get_rel_name(relid), cj_node_name(fs->fs_server)),
+						 errdetail("The placement missed a write while its node was down."),
+						 errhint("Query the sharded table (colojoin reads a healthy placement), or SELECT colojoin.repair_placement('%s', '%s').",
+								 get_rel_name(relid), cj_node_name(fs->fs_server))));
+		}
 	}
 	if (IsA(plan, ModifyTable))
 	{
@@ -270,7 +276,7 @@ static void
 cj_raw_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
-		(cj_xact_has_dml() || OidIsValid(cj_stale_relid())))
+		(cj_xact_has_dml() || cj_any_stale_placement()))
 	{
 		PlannedStmt *stmt = queryDesc->plannedstmt;
 		const char *what = NULL;

@@ -113,8 +113,6 @@ colojoin_refresh_statistics(PG_FUNCTION_ARGS)
 	foreach(lt, tables)
 	{
 		CjTable    *t = cj_get_table(lfirst_oid(lt));
-		int			c,
-					l;
 
 		if (t == NULL)
 		{
@@ -124,14 +122,7 @@ colojoin_refresh_statistics(PG_FUNCTION_ARGS)
 						 errmsg("\"%s\" is not a partitioned table", get_rel_name(relid))));
 			continue;
 		}
-		for (c = 0; c < t->nclasses; c++)
-			for (l = 0; l < t->classes[c].nleaves; l++)
-			{
-				CjLeaf	   *leaf = &t->classes[c].leaves[l];
-
-				if (leaf->is_foreign && leaf->nplacements > 0)
-					servers = list_append_unique_oid(servers, leaf->placements[0].serverid);
-			}
+		servers = cj_primary_servers(t, servers);
 	}
 
 	foreach(ls, servers)

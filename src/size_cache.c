@@ -136,13 +136,10 @@ cj_leaves_on_server(List *tables, Oid serverid, List **leaves,
 	}
 }
 
-/* read the sizes of every foreign leaf of t from its primary's node */
-static void
-fetch_sizes(CjTable *t)
+/* servers, with the servers of t's foreign leaves' primaries added */
+List *
+cj_primary_servers(CjTable *t, List *servers)
 {
-	List	   *servers = NIL;
-	ListCell   *ls;
-	TimestampTz now = GetCurrentTimestamp();
 	int			c,
 				l;
 
@@ -154,6 +151,18 @@ fetch_sizes(CjTable *t)
 			if (leaf->is_foreign && leaf->nplacements > 0)
 				servers = list_append_unique_oid(servers, leaf->placements[0].serverid);
 		}
+	return servers;
+}
+
+/* read the sizes of every foreign leaf of t from its primary's node */
+static void
+fetch_sizes(CjTable *t)
+{
+	List	   *servers = NIL;
+	ListCell   *ls;
+	TimestampTz now = GetCurrentTimestamp();
+
+	servers = cj_primary_servers(t, NIL);
 
 	foreach(ls, servers)
 	{

@@ -26,6 +26,10 @@ extern bool cj_leaf_remote_size(Oid leaf, double *tuples, double *pages);
 /* forget every cached size (refresh_statistics) */
 extern void cj_size_cache_forget(void);
 
+/* servers, with those of the primaries of t's foreign leaves added */
+struct CjTable;
+extern List *cj_primary_servers(struct CjTable *t, List *servers);
+
 /* a node's foreign leaves (primary placement) among tables, for its size query */
 extern void cj_leaves_on_server(List *tables, Oid serverid, List **leaves,
 								StringInfo schemas, StringInfo names);

@@ -93,6 +93,9 @@ my $plan = $coord->safe_psql('postgres', 'EXPLAIN (COSTS OFF) SELECT count(*) FR
 unlike($plan, qr/Tasks: n1/, 'a point lookup of a stale class does not go to node 1');
 is($node1->safe_psql('postgres', 'SELECT count(*) FROM public.a_p0 WHERE k > 400'),
 	'0', 'node 1 really holds the old rows');
+($rc, $out, $err) = $coord->psql('postgres', 'SELECT count(*) FROM a_p0');
+like($err, qr/cannot read "a_p0" through postgres_fdw: its placement on node "n1" is stale/,
+	'the stale foreign partition read directly through postgres_fdw is refused');
 
 # --- repair ------------------------------------------------------------------------------
 
