@@ -83,10 +83,11 @@ like(
 	'the long join is colocated, two tasks per node');
 is($coord->safe_psql('postgres', $small), $expected, 'the small join is right');
 
-# the node's remote queries of the long join that are still running
+# the node's remote queries of the long join that are still running: its
+# tasks' cursors only (the planner's size lookups name the tables too)
 my $remote_big_running =
     "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' "
-  . "AND state = 'active' AND (query LIKE '%big_a%' OR query LIKE 'FETCH % FROM colojoin_cursor') "
+  . "AND state = 'active' AND (query LIKE '%colojoin_cursor%big_a%' OR query LIKE 'FETCH % FROM colojoin_cursor') "
   . "AND pid <> pg_backend_pid()";
 
 sub wait_remote_big_running
@@ -306,7 +307,7 @@ ok( $node1->poll_query_until(
 ok( $node2->poll_query_until(
 		'postgres',
 		"SELECT count(*) >= 2 FROM pg_stat_activity WHERE application_name = 'colojoin' "
-		  . "AND xact_start IS NOT NULL AND query LIKE '%s_a_p%'"),
+		  . "AND xact_start IS NOT NULL AND query LIKE '%colojoin_cursor%s_a_p%'"),
 	'at once: both tasks on n2 were sent meanwhile');
 release($locker);
 ($bout, $berr) = finish_statement();
