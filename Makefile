@@ -19,6 +19,7 @@ OBJS = \
 	src/replicas.o \
 	src/connection.o \
 	src/conn_budget.o \
+	src/deadlock.o \
 	src/node_identity.o \
 	src/node_health.o \
 	src/deparse.o \

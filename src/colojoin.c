@@ -26,6 +26,7 @@
 #include "size_cache.h"
 #include "twophase.h"
 #include "conn_budget.h"
+#include "deadlock.h"
 #include "node_health.h"
 
 PG_MODULE_MAGIC;
@@ -213,6 +214,7 @@ _PG_init(void)
 {
 	define_settings();
 	cj_budget_init();
+	cj_deadlock_init();
 	CacheRegisterSyscacheCallback(NAMESPACEOID, reset_active_state, (Datum) 0);
 	cj_metadata_init();
 	cj_connection_init();

@@ -40,6 +40,7 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -52,6 +53,7 @@
 
 #include "colojoin.h"
 #include "conn_budget.h"
+#include "deadlock.h"
 #include "node_identity.h"
 #include "options.h"
 #include "twophase.h"
@@ -65,7 +67,8 @@
 
 /* the session settings every connection gets; remote SQL relies on them */
 /* how long a command waits before we ask whether it waits on ourselves */
-#define CJ_SELF_WAIT_CHECK_MS 1000
+/* the slot of the connection that asks a node about a waiting statement */
+#define CJ_SIDE_SLOT 1001
 
 #define CJ_SESSION_SETUP \
 	"SET search_path = pg_catalog; SET timezone = 'UTC'; SET datestyle = ISO; " \
@@ -158,6 +161,10 @@ static List *cj_libpq_keywords = NIL;
 
 static void cj_xact_callback(XactEvent event, void *arg);
 static void check_self_wait(CjConnection *c, const char *context);
+static void check_remote_wait(CjConnection *c, const char *context);
+static CjConnection *lookup_entry(Oid serverid, Oid userid, int slot,
+								  bool create);
+static void check_remote_wait(CjConnection *c, const char *context);
 static void quiet_cancel(CjConnection *c);
 static bool quiet_drain(PGconn *conn, TimestampTz deadline, char **errmsg_out);
 static void finish_pending_commit(CjConnection *c);
@@ -404,7 +411,11 @@ get_result_plain(CjConnection *c)
 /*
  * get_result
  *		The next result of the query in flight, or NULL when it is done;
- *		waits interruptibly.  A broken connection is an ERROR.
+ *		waits interruptibly.  A broken connection is an ERROR.  Every
+ *		deadlock_timeout of waiting, as PostgreSQL's own detector does, it
+ *		looks for the waits no node can see: for this backend's own other
+ *		connection (check_self_wait), and for other sessions that wait on
+ *		other nodes for this one (check_remote_wait).
  */
 static PGresult *
 get_result(CjConnection *c, const char *context)
@@ -412,14 +423,105 @@ get_result(CjConnection *c, const char *context)
 	while (PQisBusy(c->conn))
 	{
 		int			rc = wait_for_socket_timeout(c, WL_SOCKET_READABLE,
-												 CJ_SELF_WAIT_CHECK_MS, context);
+												 Max(DeadlockTimeout, 10), context);
 
 		if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(c->conn))
 			report_connection_lost(c, context);
 		if (rc & WL_TIMEOUT)
+		{
 			check_self_wait(c, context);
+			if (cj_deadlock_registered())
+				check_remote_wait(c, context);
+		}
 	}
+	cj_deadlock_end_wait();
 	return PQgetResult(c->conn);
+}
+
+/*
+ * side_connection
+ *		An idle connection to c's node outside any transaction, to ask it
+ *		about c's backend while c is busy; NULL when the budget has no room
+ *		for one now or the node cannot be reached (the question waits for
+ *		the next check).
+ */
+static PGconn *
+side_connection(CjConnection *c)
+{
+	CjConnection *s = lookup_entry(c->key.serverid, c->key.userid,
+								   CJ_SIDE_SLOT, true);
+	char	   *why;
+
+	if (s->conn == NULL && s->budget_token == CJ_BUDGET_NONE)
+	{
+		s->budget_token = cj_budget_acquire(c->key.serverid,
+											NameStr(c->node_name), true);
+		if (s->budget_token == CJ_BUDGET_REFUSED)
+		{
+			s->budget_token = CJ_BUDGET_NONE;
+			return NULL;
+		}
+	}
+	return cj_conn_open_raw(c->key.serverid, c->key.userid, CJ_SIDE_SLOT,
+							&why);
+}
+
+/*
+ * check_remote_wait
+ *		c's command of a transaction that wrote through colojoin has been
+ *		running for a while: ask its node which backends block it, and let
+ *		deadlock.c see whether those belong to sessions that wait, on other
+ *		nodes, for this one.  The session chosen to give up ends its wait
+ *		with PostgreSQL's deadlock error; its abort frees the others.
+ */
+static void
+check_remote_wait(CjConnection *c, const char *context)
+{
+	PGconn	   *side = side_connection(c);
+	PGresult   *res;
+	char		sql[128];
+	int		   *pids;
+	int			n = 0;
+	int			i;
+	char	   *detail;
+
+	if (side == NULL)
+		return;
+	snprintf(sql, sizeof(sql),
+			 "SELECT pg_catalog.unnest(pg_catalog.pg_blocking_pids(%d))",
+			 PQbackendPID(c->conn));
+	res = PQexec(side, sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) == 0)
+	{
+		PQclear(res);
+		return;
+	}
+	pids = palloc(sizeof(int) * PQntuples(res));
+	for (i = 0; i < PQntuples(res); i++)
+		if (!PQgetisnull(res, i, 0))
+			pids[n++] = atoi(PQgetvalue(res, i, 0));
+	PQclear(res);
+	if (!cj_deadlock_note_wait(c->key.serverid, pids, n, &detail))
+	{
+		pfree(pids);
+		return;
+	}
+
+	quiet_cancel(c);
+	(void) quiet_drain(c->conn,
+					   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   CJ_CLEANUP_TIMEOUT_MS),
+					   NULL);
+	c->in_flight = false;
+	c->needs_restart = true;
+	cj_deadlock_end_wait();
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+			 errmsg("deadlock detected across nodes, on node \"%s\"",
+					NameStr(c->node_name)),
+			 errdetail("%s", detail),
+			 errhint("Run the transaction again; transactions that change rows on several nodes in the same order do not wait for each other in a cycle."),
+			 context ? errcontext("%s", context) : 0));
 }
 
 /*
@@ -1951,6 +2053,7 @@ prepare_writers(List *writers)
 		gids = lappend(gids, c->gid);
 		servers = lappend_oid(servers, c->key.serverid);
 	}
+	cj_twophase_hold();
 	cj_twophase_log(gids, servers);
 
 	foreach(lc, writers)
@@ -2291,6 +2394,7 @@ abort_all(void)
 			close_connection(c);
 		reset_xact_state(c);
 	}
+	cj_twophase_release();
 	if (failures.len > 0)
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
@@ -2372,6 +2476,7 @@ cj_xact_callback(XactEvent event, void *arg)
 			hash_seq_init(&scan, cj_connections);
 			while ((c = hash_seq_search(&scan)) != NULL)
 				finish_prepared(c, true);
+			cj_twophase_release();
 			if (cj_write_slots != NIL)
 				ResetPlanCache();
 			hash_seq_init(&scan, cj_connections);
@@ -2392,10 +2497,12 @@ cj_xact_callback(XactEvent event, void *arg)
 			cj_xact_touched = false;
 			cj_pending_close = false;
 			cj_write_slots = NIL;
+			cj_deadlock_forget();
 			cj_conn_close_idle();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			cj_deadlock_forget();
 			abort_all();
 			if (cj_write_slots != NIL)
 				ResetPlanCache();
@@ -3225,6 +3332,7 @@ cj_conn_note_dml(CjConnection *conn)
 {
 	cj_conn_note_write(conn, NULL, NULL);
 	conn->dml = true;
+	cj_deadlock_note_writer(conn->key.serverid, PQbackendPID(conn->conn));
 }
 
 void

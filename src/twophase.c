@@ -83,6 +83,67 @@ cj_twophase_init(void)
 							NULL, NULL, NULL);
 }
 
+/*
+ * The lock a session holds on its transaction's gids from before it
+ * prepares them until it has finished them (COMMIT PREPARED or ROLLBACK
+ * PREPARED after the local commit or abort): between the local commit and
+ * its own COMMIT PREPARED, another backend's resolution would otherwise see
+ * a transaction that is over and race the owner to finish it.  An advisory
+ * lock tag of a kind no SQL function makes (field 4 = 3), keyed by the
+ * transaction's full xid; a session lock, so that it outlives the local
+ * commit, and goes with the backend if it dies.
+ */
+static bool finishing_held = false;
+static uint64 finishing_fxid = 0;
+
+static void
+finishing_tag(LOCKTAG *tag, uint64 fxid)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (fxid >> 32),
+						 (uint32) fxid, 3);
+}
+
+void
+cj_twophase_hold(void)
+{
+	LOCKTAG		tag;
+
+	if (finishing_held)
+		return;
+	finishing_fxid = U64FromFullTransactionId(GetTopFullTransactionId());
+	finishing_tag(&tag, finishing_fxid);
+	(void) LockAcquire(&tag, ExclusiveLock, true, false);
+	finishing_held = true;
+}
+
+void
+cj_twophase_release(void)
+{
+	LOCKTAG		tag;
+
+	if (!finishing_held)
+		return;
+	finishing_tag(&tag, finishing_fxid);
+	LockRelease(&tag, ExclusiveLock, true);
+	finishing_held = false;
+}
+
+/* whether gid's session is still finishing it (holds its lock) */
+static bool
+owner_finishing(const char *gid, const char *prefix)
+{
+	uint64		fxid;
+	LOCKTAG		tag;
+
+	if (sscanf(gid + strlen(prefix), UINT64_FORMAT "_", &fxid) != 1)
+		return false;
+	finishing_tag(&tag, fxid);
+	if (LockAcquire(&tag, ShareLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, ShareLock, false);
+	return false;
+}
+
 void
 cj_twophase_debug_pause(void)
 {
@@ -363,7 +424,7 @@ cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node, bool quiet,
 	{
 		char	   *gid = PQgetvalue(res, i, 0);
 
-		if (!local_xact_running(gid, prefix))
+		if (!local_xact_running(gid, prefix) && !owner_finishing(gid, prefix))
 			candidates = lappend(candidates, pstrdup(gid));
 	}
 	PQclear(res);

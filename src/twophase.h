@@ -65,4 +65,12 @@ extern bool cj_twophase_available(void);
 extern void cj_twophase_init(void);
 extern void cj_twophase_debug_pause(void);
 
+/*
+ * cj_twophase_hold: before the transaction prepares on its nodes, mark its
+ * gids as being finished by this session, so that no other backend's
+ * resolution touches them; cj_twophase_release once they are finished.
+ */
+extern void cj_twophase_hold(void);
+extern void cj_twophase_release(void);
+
 #endif							/* COLOJOIN_TWOPHASE_H */
