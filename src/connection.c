@@ -150,6 +150,13 @@ static List *cj_write_slots = NIL;
 /* cj_conn_open_raw is opening a connection for recovery, which resolves itself */
 static bool opening_raw = false;
 
+/*
+ * Set while cj_get_write_connection starts a write connection's remote
+ * transaction for a local transaction at READ COMMITTED: it starts at READ
+ * COMMITTED too, without a snapshot of the node's other connections.
+ */
+static bool begin_read_committed = false;
+
 /* true once any connection was used in the current local transaction */
 static bool cj_xact_touched = false;
 
@@ -1651,10 +1658,21 @@ begin_remote_xact(CjConnection *c)
 static bool
 deferred_begin(CjConnection *c, char **begin_sql)
 {
-	const char *begin = begin_statement();
+	const char *begin;
 	bool		unknown_pending;
-	CjConnection *source = snapshot_holder(c, &unknown_pending);
+	CjConnection *source;
 
+	if (begin_read_committed)
+	{
+		*begin_sql = pstrdup("START TRANSACTION ISOLATION LEVEL READ COMMITTED; ");
+		c->snapshot[0] = '\0';
+		c->xact_open = true;
+		c->xact_id = ++xact_counter;
+		cj_xact_touched = true;
+		return true;
+	}
+	begin = begin_statement();
+	source = snapshot_holder(c, &unknown_pending);
 	if (unknown_pending)
 		return false;
 	c->snapshot[0] = '\0';
@@ -3269,6 +3287,33 @@ cj_write_slot(Oid serverid, Oid userid)
  *		a connection that can later PREPARE: not busy, not the one that
  *		exported the node's snapshot, no temporary tables of moves.
  */
+/*
+ * write_connection_in
+ *		get_connection for writes: a remote transaction started here for a
+ *		local one at READ COMMITTED (or READ UNCOMMITTED) runs at READ
+ *		COMMITTED, as a local one would: a row another transaction changed
+ *		meanwhile is waited for and then read in its new version, instead of
+ *		failing the statement with a serialization error.  Stricter local
+ *		levels keep their remote ones (begin_statement).
+ */
+static CjConnection *
+write_connection_in(Oid serverid, Oid userid, int slot, char **begin_sql)
+{
+	CjConnection *c;
+
+	begin_read_committed = !IsolationUsesXactSnapshot();
+	PG_TRY();
+	{
+		c = get_connection(serverid, userid, slot, begin_sql, false);
+	}
+	PG_FINALLY();
+	{
+		begin_read_committed = false;
+	}
+	PG_END_TRY();
+	return c;
+}
+
 CjConnection *
 cj_get_write_connection(Oid serverid, Oid userid)
 {
@@ -3286,7 +3331,7 @@ cj_get_write_connection(Oid serverid, Oid userid)
 					 errdetail("This transaction's writes there go through one connection, which an open scan (a cursor, or the query calling this statement) is using.")));
 
 		/* restarted after a subtransaction abort: again without exporting */
-		c = get_connection(serverid, userid, slot, &begin_sql, false);
+		c = write_connection_in(serverid, userid, slot, &begin_sql);
 		if (begin_sql != NULL)
 			exec_sql(c, begin_sql, "transaction start", false);
 		return c;
@@ -3302,7 +3347,20 @@ cj_get_write_connection(Oid serverid, Oid userid)
 			continue;
 		break;
 	}
-	c = get_connection(serverid, userid, slot, &begin_sql, false);
+	if (c != NULL && c->xact_open && !IsolationUsesXactSnapshot() &&
+		!c->dml && c->write_min_level == 0 && c->undo == NIL &&
+		!c->cursor_open && !c->needs_restart && !c->doomed &&
+		!conn_is_bad(c) && PQtransactionStatus(c->conn) == PQTRANS_INTRANS)
+	{
+		/*
+		 * Its read-only transaction holds nothing a later statement at READ
+		 * COMMITTED may rely on: end it, and start the write transaction
+		 * there, on the session's connection to the node.
+		 */
+		exec_sql(c, "COMMIT", "transaction restart", false);
+		reset_xact_state(c);
+	}
+	c = write_connection_in(serverid, userid, slot, &begin_sql);
 	if (begin_sql != NULL)
 		exec_sql(c, begin_sql, "transaction start", false);
 

@@ -1,4 +1,13 @@
-# test/t/080_deadlock.pl -- deadlocks across nodes.  Two coordinator
+# test/t/080_concurrent_writes.pl -- writers that meet.
+#
+# Hot rows: a local transaction at READ COMMITTED writes through remote
+# transactions at READ COMMITTED, so a statement that waited for another
+# transaction's change of its row goes on with the new version, as on a
+# plain table (no serialization error); at REPEATABLE READ it fails as a
+# plain table's would.  pgbench clients updating the same rows, without
+# retries, all commit.
+#
+# Deadlocks across nodes.  Two coordinator
 # sessions that change rows on two nodes in opposite orders wait for each
 # other on different nodes, a cycle no node can see: colojoin finds it and
 # the transaction that started last gives up with PostgreSQL's deadlock
@@ -18,6 +27,7 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use ColojoinTest;
 
 my $c = cj_new_cluster(name => 'deadlock', nodes => 2);
@@ -118,6 +128,94 @@ is(cj_query($younger, 'SELECT bal FROM acct WHERE k = ' . $k1), '990',
 	'the younger session is usable and sees the commit');
 $older->quit;
 $younger->quit;
+
+# --- hot rows ----------------------------------------------------------------
+
+$coord->safe_psql(
+	'postgres', q{
+CREATE TABLE hot (k int NOT NULL, v int NOT NULL) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('hot', ARRAY['n1', 'n2'], 4);
+CREATE TABLE lhot (k int NOT NULL, v int NOT NULL);
+INSERT INTO hot VALUES (1, 0), (2, 0), (3, 0), (4, 0);
+INSERT INTO lhot SELECT * FROM hot;
+});
+
+# until $query (a boolean) is true on one of the nodes, as poll_query_until
+sub wait_on_nodes
+{
+	my ($query) = @_;
+	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
+	{
+		return 1
+		  if grep { $_->safe_psql('postgres', $query) eq 't' } ($node1, $node2);
+		usleep(100_000);
+	}
+	return 0;
+}
+
+# The same two transactions on the sharded table and on its local twin: the
+# first changes every row and holds them; the second's statement waits for
+# it, then the first commits.  Returns what the second printed.
+sub meet
+{
+	my ($table, $level) = @_;
+	my $first = cj_session($coord);
+	my $second = cj_session($coord);
+	cj_query($first, "BEGIN; UPDATE $table SET v = v + 1");
+	cj_query($second, "BEGIN ISOLATION LEVEL $level; SELECT 1");
+	start_statement($second, "UPDATE $table SET v = v * 10 WHERE k IN (1, 2, 3, 4)");
+	my $waits = "SELECT count(*) > 0 FROM pg_locks WHERE NOT granted";
+	if ($table eq 'hot')
+	{
+		ok(wait_on_nodes($waits), "$level: the second writer waits on a node");
+	}
+	else
+	{
+		ok($coord->poll_query_until('postgres', $waits),
+			"$level: the second writer waits locally");
+	}
+	cj_query($first, 'COMMIT');
+	my ($out, $err) = finish_statement($second);
+	my ($cout, $cerr) = cj_query($second, $err eq '' ? 'COMMIT' : 'ROLLBACK');
+	$first->quit;
+	$second->quit;
+	$err =~ s/^psql:<stdin>:\d+: //mg;
+	$err =~ s/\n(CONTEXT|DETAIL|HINT):.*//sg;
+	$err =~ s/\s+$//;
+	return $err;
+}
+
+for my $level ('READ COMMITTED', 'REPEATABLE READ')
+{
+	my $remote = meet('hot', $level);
+	my $local = meet('lhot', $level);
+	is($remote, $local, "$level: the waiting writer ends as on a plain table")
+	  or diag("sharded: $remote\nlocal: $local");
+	is( $coord->safe_psql('postgres', 'SELECT string_agg(k || \':\' || v, \',\' ORDER BY k) FROM hot'),
+		$coord->safe_psql('postgres', 'SELECT string_agg(k || \':\' || v, \',\' ORDER BY k) FROM lhot'),
+		"$level: and the rows are the plain table's");
+}
+like(meet('hot', 'REPEATABLE READ'), qr/could not serialize access due to concurrent update/,
+	'REPEATABLE READ: the second writer fails with a serialization error');
+
+# clients updating the same rows, in the same order, no retries
+my $hot = <<'SCRIPT';
+BEGIN;
+UPDATE hot SET v = v + 1 WHERE k = 1;
+UPDATE hot SET v = v + 1 WHERE k = 2;
+UPDATE hot SET v = v + 1 WHERE k = 3;
+END;
+SCRIPT
+my $before = $coord->safe_psql('postgres', 'SELECT sum(v) FROM hot WHERE k <= 3');
+$coord->pgbench(
+	'-n -c 6 -j 6 -t 20',
+	0,
+	[qr{processed: 120/120}, qr{number of failed transactions: 0}],
+	[qr{^$}],
+	'pgbench on hot rows at READ COMMITTED: no client fails',
+	{ '080_hot' => $hot });
+is($coord->safe_psql('postgres', 'SELECT sum(v) FROM hot WHERE k <= 3'),
+	$before + 360, 'every increment is there');
 
 # --- many clients, random transfers ---------------------------------------
 
