@@ -20,6 +20,7 @@ OBJS = \
 	src/connection.o \
 	src/conn_budget.o \
 	src/deadlock.o \
+	src/move_streams.o \
 	src/node_identity.o \
 	src/node_health.o \
 	src/deparse.o \

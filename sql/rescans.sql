@@ -103,7 +103,7 @@ BEGIN;
 SET LOCAL search_path = cj_rs_s, public;
 :many;
 -- locks the coordinator's sessions hold on node 1 inside this transaction
-SELECT n < 100 AS few_locks, n
+SELECT n < 100 AS few_locks
 FROM dblink('cj_rs_n1', $$SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 						  WHERE a.pid <> pg_backend_pid() AND a.datname = current_database()
 							AND a.state LIKE 'idle in transaction%'$$) AS t(n bigint);

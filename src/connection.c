@@ -1911,6 +1911,21 @@ cj_connection_busy(Oid serverid, Oid userid, int slot)
 }
 
 /*
+ * cj_first_free_slot
+ *		See connection.h: the first slot >= from of (server, user) whose
+ *		connection no query or scan is using.
+ */
+int
+cj_first_free_slot(Oid serverid, Oid userid, int from)
+{
+	int			slot = from;
+
+	while (cj_connection_busy(serverid, userid, slot))
+		slot++;
+	return slot;
+}
+
+/*
  * cj_conn_xact_id
  *		See connection.h: an identifier of the slot's remote transaction
  *		while it is open and healthy, else 0.
@@ -3190,6 +3205,62 @@ cj_copy_in_start(CjConnection *dst, const char *copy_in_sql, const char *context
 	expect_copy_start(dst, PGRES_COPY_IN, copy_in_sql, context);
 	if (PQsetnonblocking(dst->conn, 1) != 0)
 		report_connection_lost(dst, context);
+}
+
+/*
+ * cj_copy_out_start
+ *		See connection.h: send copy_out_sql ("COPY ... TO STDOUT") on src and
+ *		wait until the node starts sending rows.
+ */
+void
+cj_copy_out_start(CjConnection *src, const char *copy_out_sql,
+				  const char *context)
+{
+	if (conn_is_bad(src))
+		report_connection_lost(src, context);
+	if (!PQsendQuery(src->conn, copy_out_sql))
+		report_error(ERROR, src, NULL, false, context, copy_out_sql);
+	begin_flight(src);
+	expect_copy_start(src, PGRES_COPY_OUT, copy_out_sql, context);
+}
+
+/*
+ * cj_copy_out_next
+ *		See connection.h: the next row src's COPY has sent (its length, the
+ *		row in *buf for PQfreemem), 0 when none has arrived yet (wait for the
+ *		socket, then cj_conn_consume), -1 once the COPY has ended well.
+ */
+int
+cj_copy_out_next(CjConnection *src, const char *copy_out_sql, char **buf,
+				 const char *context)
+{
+	int			n;
+
+	*buf = NULL;
+	n = PQgetCopyData(src->conn, buf, 1);
+	if (n >= 0)
+		return n;
+	if (n == -2)
+	{
+		PGresult   *res = PQgetResult(src->conn);
+
+		if (res != NULL)
+		{
+			settle_connection(src, true);
+			report_error(ERROR, src, res, true, context, copy_out_sql);
+		}
+		report_connection_lost(src, context);
+	}
+	finish_copy(src, copy_out_sql, context);
+	return -1;
+}
+
+/* take in what arrived on conn's socket; a broken connection is an ERROR */
+void
+cj_conn_consume(CjConnection *conn, const char *context)
+{
+	if (!PQconsumeInput(conn->conn))
+		report_connection_lost(conn, context);
 }
 
 /* push what libpq holds for dst to the node, waiting interruptibly */

@@ -124,6 +124,8 @@ extern void cj_conn_note_write(CjConnection *conn, const char *undo_sql,
  * (appended by the connection module's author)
  */
 extern bool cj_connection_busy(Oid serverid, Oid userid, int slot);
+/* the first slot >= from of (server, user) that cj_connection_busy is not */
+extern int	cj_first_free_slot(Oid serverid, Oid userid, int from);
 
 /*
  * cj_conn_xact_id: which remote transaction the slot's connection is in, or
@@ -140,6 +142,19 @@ extern uint64 cj_conn_xact_id(Oid serverid, Oid userid, int slot);
  * connection whose node went away; cj_conn_abandon lets a scan walk away
  * from one whose remote transaction only read.
  */
+/*
+ * cj_copy_out_start: send copy_out_sql ("COPY ... TO STDOUT") on src, and
+ * wait until the node starts sending rows.  cj_copy_out_next: the next row
+ * (its length; the row in *buf, to PQfreemem), 0 when none is there yet
+ * (wait for the socket of cj_conn_pgconn(src), then cj_conn_consume), -1
+ * when the COPY ended well (src is idle again); a failure is an ERROR.
+ */
+extern void cj_copy_out_start(CjConnection *src, const char *copy_out_sql,
+							  const char *context);
+extern int	cj_copy_out_next(CjConnection *src, const char *copy_out_sql,
+							 char **buf, const char *context);
+extern void cj_conn_consume(CjConnection *conn, const char *context);
+
 /*
  * COPY into a node of rows the coordinator produces itself (a local table
  * broadcast to the nodes): start dst's COPY ... FROM STDIN, put COPY data

@@ -39,6 +39,7 @@
 #include "metadata.h"
 #include "deparse.h"
 #include "executor.h"
+#include "move_streams.h"
 #include "local_source.h"
 #include "node_health.h"
 #include "planner.h"
@@ -464,17 +465,6 @@ start_task(CjScanState *st, CjWorker *w, CjExecTask *task)
 	open_cursor(st, w);
 }
 
-/* the first slot >= from of (server, user) not busy with another scan */
-static int
-free_slot(Oid serverid, Oid userid, int from)
-{
-	int			slot = from;
-
-	while (cj_connection_busy(serverid, userid, slot))
-		slot++;
-	return slot;
-}
-
 /*
  * moves_reusable
  *		Whether the tables an earlier run of this scan filled can serve this
@@ -526,68 +516,61 @@ move_slot(CjScanState *st, Oid serverid)
 static void
 run_moves(CjScanState *st, Oid userid)
 {
+	CjMoveRun  *runs = palloc0(sizeof(CjMoveRun) * Max(st->nmoves, 1));
 	int			i;
 
+	if (cj_xact_has_dml())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("colojoin cannot move rows for a join after this transaction wrote through colojoin"),
+				 errdetail("The plan was made before the writes; moving rows reads the nodes through connections that do not see them."),
+				 errhint("Run the query again: plans made after the writes do not move rows.")));
+
+	/* every table first, on the slot the tasks on its node will run on */
 	for (i = 0; i < st->nmoves; i++)
 	{
 		CjExecMove *move = &st->moves[i];
-		CjConnection *dst;
-		char	   *context = psprintf("moving %s", move->label);
+		CjMoveRun  *run = &runs[i];
 		ListCell   *lc;
-		instr_time	start,
-					end;
+		int			j = 0;
 
-		if (cj_xact_has_dml())
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("colojoin cannot move rows for a join after this transaction wrote through colojoin"),
-					 errdetail("The plan was made before the writes; moving rows reads the nodes through connections that do not see them."),
-					 errhint("Run the query again: plans made after the writes do not move rows.")));
-
-		/* the tasks on dest will run on this same, first free, slot */
-		move->dest_slot = free_slot(move->dest, userid, 0);
-		dst = cj_get_connection(move->dest, userid, move->dest_slot);
-		cj_conn_note_temp(dst);
-		INSTR_TIME_SET_CURRENT(start);
-		cj_exec_command(dst, psprintf("%s; %s", execution_names(st, move->drop_sql),
-									  execution_names(st, move->create_sql)),
-						context);
+		move->dest_slot = cj_first_free_slot(move->dest, userid, 0);
+		run->dest = move->dest;
+		run->dest_slot = move->dest_slot;
+		run->dest_conn = cj_get_connection(move->dest, userid, move->dest_slot);
+		run->context = psprintf("moving %s", move->label);
+		run->copy_in_sql = execution_names(st, move->copy_in_sql);
+		cj_conn_note_temp(run->dest_conn);
+		cj_exec_command(run->dest_conn,
+						psprintf("%s; %s", execution_names(st, move->drop_sql),
+								 execution_names(st, move->create_sql)),
+						run->context);
 		move->created = true;
 		move->xact_id = cj_conn_xact_id(move->dest, userid, move->dest_slot);
 		move->runs++;
-		move->bytes = 0;
-		move->rows = 0;
+
+		run->nsources = list_length(move->sources);
+		run->source_servers = palloc(sizeof(Oid) * Max(run->nsources, 1));
+		run->source_sql = palloc(sizeof(char *) * Max(run->nsources, 1));
 		foreach(lc, move->sources)
 		{
 			List	   *source = (List *) lfirst(lc);
-			Oid			srcid = (Oid) intVal(linitial(source));
-			CjConnection *src;
 
-			/* rows the coordinator holds itself (a table not sharded) */
-			if (!OidIsValid(srcid))
-			{
-				move->bytes += cj_copy_local_rows(strVal(lsecond(source)), dst,
-												  execution_names(st, move->copy_in_sql),
-												  context);
-				move->rows += cj_copy_last_rows();
-				continue;
-			}
-
-			/* a node reading its own rows does so on a second connection */
-			src = cj_get_connection(srcid, userid,
-												  srcid == move->dest ?
-												  free_slot(srcid, userid, move->dest_slot + 1) :
-												  free_slot(srcid, userid, 0));
-
-			move->bytes += cj_copy_rows(src, strVal(lsecond(source)), dst,
-										execution_names(st, move->copy_in_sql),
-										context);
-			move->rows += cj_copy_last_rows();
+			run->source_servers[j] = (Oid) intVal(linitial(source));
+			run->source_sql[j] = strVal(lsecond(source));
+			j++;
 		}
-		INSTR_TIME_SET_CURRENT(end);
-		INSTR_TIME_SUBTRACT(end, start);
-		move->seconds = INSTR_TIME_GET_DOUBLE(end);
 	}
+
+	cj_move_streams_run(runs, st->nmoves, userid);
+
+	for (i = 0; i < st->nmoves; i++)
+	{
+		st->moves[i].bytes = runs[i].bytes;
+		st->moves[i].rows = runs[i].rows;
+		st->moves[i].seconds = runs[i].seconds;
+	}
+	pfree(runs);
 	st->moves_ready = true;
 }
 
@@ -720,7 +703,7 @@ avoid_unreachable_nodes(CjScanState *st, Oid userid)
 			else if (!cj_conn_try_connect(node, userid,
 										  cj_write_slot(node, userid) >= 0 ?
 										  cj_write_slot(node, userid) :
-										  free_slot(node, userid, 0), &why))
+										  cj_first_free_slot(node, userid, 0), &why))
 				;
 			else
 			{
@@ -850,7 +833,7 @@ start_scan(CjScanState *st)
 			else if (k == 0 && move_slot(st, lfirst_oid(ls)) >= 0)
 				slot = move_slot(st, lfirst_oid(ls));
 			else
-				slot = free_slot(lfirst_oid(ls), userid, slot + 1);
+				slot = cj_first_free_slot(lfirst_oid(ls), userid, slot + 1);
 			w->serverid = lfirst_oid(ls);
 			w->slot = slot;
 			w->task = NULL;
@@ -1008,7 +991,7 @@ fail_over_worker(CjScanState *st, CjWorker *w)
 	/* this worker serves the task's new node from now on */
 	task->taken = true;
 	w->serverid = task->serverid;
-	w->slot = free_slot(w->serverid, userid, 0);
+	w->slot = cj_first_free_slot(w->serverid, userid, 0);
 	w->conn = cj_get_connection(w->serverid, userid, w->slot);
 	w->begin_sql = NULL;
 	cj_conn_set_owner(w->conn, st);
