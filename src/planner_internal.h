@@ -2,8 +2,9 @@
  *
  * planner_internal.h
  *	  The planner's picture of a colocated group, shared by planner.c
- *	  (which finds groups and makes their paths and plans) and remote_sql.c
- *	  (which writes the SQL the plan sends to the nodes).
+ *	  (which finds groups and makes their paths and plans), move_choice.c
+ *	  (how a table moves into a group) and remote_sql.c (which writes the
+ *	  SQL the plan sends to the nodes).
  *
  *-------------------------------------------------------------------------
  */
