@@ -1276,6 +1276,9 @@ class QGen:
         rng = self.rng
         q = Query()
         self.nsub = 1
+        if self.moved and 'settings' in self.f and rng.random() < 0.3:
+            # too large to broadcast: a move by a key, or PostgreSQL
+            q.gucs.append(('colojoin.broadcast_threshold', rng.choice(['0', '10'])))
         if self.on('prepared', 0.2):
             q.prep = rng.choice(['force_custom_plan', 'force_generic_plan'])
         if self.on('settings', 0.25):
@@ -1285,7 +1288,7 @@ class QGen:
                     ('colojoin.enable_aggregate_pushdown', 'off'), ('colojoin.binary_results', 'off'),
                     ('enable_hashjoin', 'off'), ('enable_partitionwise_join', 'on'),
                     ('enable_partitionwise_aggregate', 'on')]
-            q.gucs = rng.sample(opts, rng.randint(1, 2))
+            q.gucs = q.gucs + rng.sample(opts, rng.randint(1, 2))
         tabs = self.w.tables
         if self.on('no-column-moves', 0.05) and 'cross' in self.f:
             # SELECT count(*) FROM x CROSS JOIN y: no column of either is needed
@@ -1335,6 +1338,10 @@ class QGen:
                     est *= max(1, t['N'])
                     continue
                 conds, f = self.moved_cond(q, x, t, prev['alias'], prev['table'], jt, est)
+                others = [it for it in q.items if it is not prev and not it['anti']]
+                if others and rng.random() < 0.3:
+                    # a condition on a second table: x joins only above both
+                    conds.append('%s.v <> %s.v' % (x, rng.choice(others)['alias']))
                 if jt == 'FULL' and not any('=' in c and '<' not in c and '>' not in c for c in conds):
                     jt = 'LEFT'
                 est = est / self.fanout(t) * f
