@@ -1274,7 +1274,8 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 }
 
 /* ----------------------------------------------------------------
- *		Redistribution (DESIGN §3): moving the smaller side
+ *		Redistribution (DESIGN §3): moving the smaller side; how it
+ *		moves is move_choice.c's
  * ----------------------------------------------------------------
  */
 
@@ -1384,8 +1385,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
 			continue;
 
-		mb->move = cj_choose_move(root, ag, mb, mrel, joinquals, jointype, forced,
-							   reasons);
+		mb->move = cj_choose_move(root, ag, mb, mrel, joinquals, jointype,
+								  forced, reasons);
 		if (mb->move == CJ_MOVE_NONE)
 			continue;
 
