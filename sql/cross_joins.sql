@@ -3,7 +3,9 @@
 -- keys (CROSS JOIN, comma joins, ON true, <, <>, BETWEEN) run as one
 -- ColocatedJoin scan by broadcasting the smaller side, when it is small
 -- (colojoin.broadcast_threshold) and the join does not preserve it; else
--- PostgreSQL plans them.  A full join moves neither side.  Every query is
+-- PostgreSQL plans them; a join of small tables on the inner side of an
+-- outer, semi or anti join is broadcast table by table.  A full join moves
+-- neither side.  Every query is
 -- compared with the same one over plain local tables holding the same rows
 -- (NULLs in every joined column, tables with empty partitions, an empty
 -- table, quoted mixed-case names).
@@ -135,6 +137,10 @@ SELECT label, (cj_cross_l.check(q)).* FROM (VALUES
 	('grouped by the anchor key', 'SELECT "Fact"."Key", count(other.k) FROM "Fact" LEFT JOIN other ON "Fact".x < other.y GROUP BY 1'),
 	('distinct', 'SELECT DISTINCT f2.y FROM "Fact" JOIN f2 ON "Fact".x < f2.y'),
 	('ordered and limited', 'SELECT "Fact"."Key", other.k FROM "Fact" CROSS JOIN other ORDER BY 1, 2 LIMIT 7'),
+	-- the inner side a join itself: all its tables broadcast
+	('left join of a pair', 'SELECT "Fact"."Key", f2.k, other.k FROM "Fact" LEFT JOIN (f2 JOIN other ON f2.y = other.y) ON "Fact".x < f2.lo + other.lo'),
+	('semi join of a pair', 'SELECT * FROM "Fact" WHERE EXISTS (SELECT FROM f2 a JOIN f2 b ON a.k = b.k WHERE a.lo + b.hi > "Fact".x)'),
+	('anti join of a pair', 'SELECT * FROM "Fact" WHERE NOT EXISTS (SELECT FROM f2 JOIN tiny ON f2.k = tiny.k WHERE f2.y BETWEEN "Fact".x AND tiny.y)'),
 	-- declined: a condition PostgreSQL evaluates once above the join, a
 	-- full join (neither side may move)
 	('one-time condition', 'SELECT "Fact"."Key", f2.k FROM "Fact" JOIN f2 ON now() > ''2000-01-01'''),
@@ -150,6 +156,7 @@ SELECT label, (cj_cross_l.check(q)).* FROM (VALUES
 	('less than', 'SELECT "Fact"."Key", other.k FROM "Fact" JOIN other ON "Fact".x < other.y'),
 	('left join', 'SELECT "Fact"."Key", f2.k FROM "Fact" LEFT JOIN f2 ON "Fact".x BETWEEN f2.lo AND f2.hi'),
 	('the tiny one still moves', 'SELECT "Fact"."Key", tiny.k FROM "Fact" LEFT JOIN tiny ON "Fact".x < tiny.y'),
+	('a pair too large', 'SELECT "Fact"."Key", f2.k, other.k FROM "Fact" LEFT JOIN (f2 JOIN other ON f2.y = other.y) ON "Fact".x < f2.lo + other.lo'),
 	('but not when kept', 'SELECT tiny.k, "Fact"."Key" FROM tiny LEFT JOIN "Fact" ON "Fact".x < tiny.y'),
 	-- a hint asks for the broadcast anyway
 	('hinted', '/*+ BroadcastJoin(other) */ SELECT "Fact"."Key", other.k FROM "Fact" JOIN other ON "Fact".x < other.y')

@@ -6,7 +6,8 @@
 -- from the coordinator, and two or three of them in a row.  A moved table
 -- may be joined with the key of any table the group reads in place, not
 -- only its first one (an outer, semi or anti join above the group often
--- names lineitem's key).  A side the join keeps, or either side of a full
+-- names lineitem's key); a join of small tables on the inner side of an
+-- outer, semi or anti join is broadcast table by table.  A side the join keeps, or either side of a full
 -- join, never moves: PostgreSQL joins it with the group's scan.  Every
 -- query is compared with the same one over plain local tables holding the
 -- same rows (NULL keys, empty partitions, quoted mixed-case names).
@@ -147,9 +148,17 @@ SELECT label, (cj_ms_l.check(q)).* FROM (VALUES
 	 'SELECT o_orderkey, p_brand, "Mode" FROM orders JOIN lineitem ON o_orderkey = l_orderkey JOIN part ON l_partkey = p_partkey JOIN "Ship Ments" ON "Order Key" = l_orderkey WHERE o_orderkey IN (2, 36, 200)'),
 	('NULL keys never meet',
 	 'SELECT count(*), count(l_orderkey), count("Order Key") FROM orders JOIN lineitem ON o_orderkey = l_orderkey JOIN "Ship Ments" ON "Order Key" = l_orderkey'),
-	-- declined moves: PostgreSQL joins the group's scan with the table
-	('part kept by a left join',
+	-- the inner side of an outer, semi or anti join is itself a join of
+	-- small tables: each of them is broadcast, their join runs in the tasks
+	('left join of a joined pair of small tables',
+	 'SELECT o_orderkey, l_qty, p_brand, s_nation FROM orders JOIN lineitem ON o_orderkey = l_orderkey LEFT JOIN (part JOIN supplier ON p_partkey % 45 = s_suppkey) ON l_partkey = p_partkey AND l_suppkey = s_suppkey WHERE o_custkey < 30'),
+	('anti join with a joined pair',
+	 'SELECT o_orderkey, l_qty FROM orders JOIN lineitem ON o_orderkey = l_orderkey WHERE NOT EXISTS (SELECT FROM part JOIN supplier ON p_partkey % 45 = s_suppkey WHERE p_partkey = l_partkey AND s_nation = ''PERU'')'),
+	('part kept by a left join: the small group moves to it',
 	 'SELECT p_brand, count(l_qty) FROM part LEFT JOIN (orders JOIN lineitem ON o_orderkey = l_orderkey) ON l_partkey = p_partkey GROUP BY 1'),
+	('left join of a full join',
+	 'SELECT count(*), count(p_brand), count(s_nation) FROM orders JOIN lineitem ON o_orderkey = l_orderkey LEFT JOIN (part FULL JOIN "Ship Ments" ON p_partkey = "Order Key") ON l_partkey = coalesce(p_partkey, "Order Key") LEFT JOIN supplier ON s_suppkey = l_suppkey'),
+	-- declined moves: PostgreSQL joins the group's scan with the table
 	('part in a full join',
 	 'SELECT o_orderkey, p_partkey FROM (orders JOIN lineitem ON o_orderkey = l_orderkey) FULL JOIN part ON l_partkey = p_partkey WHERE coalesce(o_custkey, 0) < 5')
 ) v(label, q);
@@ -171,6 +180,10 @@ SELECT label, (cj_ms_l.check(q)).* FROM (VALUES
 	 'SELECT o_orderkey, l_qty, r_reason FROM orders JOIN lineitem ON o_orderkey = l_orderkey LEFT JOIN returns ON r_orderkey = l_orderkey AND r_reason <> o_status'),
 	('anti join, refining partitions',
 	 'SELECT count(*) FROM orders JOIN lineitem ON o_orderkey = l_orderkey WHERE NOT EXISTS (SELECT FROM returns WHERE r_orderkey = l_orderkey AND r_reason <> o_status)'),
+	('part kept by a left join, the group too large to move',
+	 'SELECT p_brand, count(l_qty) FROM part LEFT JOIN (orders JOIN lineitem ON o_orderkey = l_orderkey) ON l_partkey = p_partkey GROUP BY 1'),
+	('a joined pair too large to broadcast',
+	 'SELECT o_orderkey, l_qty, p_brand, s_nation FROM orders JOIN lineitem ON o_orderkey = l_orderkey LEFT JOIN (part JOIN supplier ON p_partkey % 45 = s_suppkey) ON l_partkey = p_partkey AND l_suppkey = s_suppkey WHERE o_custkey < 30'),
 	-- part joins on no key and is too large now: PostgreSQL joins it
 	('part too large to broadcast',
 	 'SELECT p_brand, count(*) FROM orders JOIN lineitem ON o_orderkey = l_orderkey JOIN part ON l_partkey = p_partkey GROUP BY 1'),

@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
@@ -279,4 +280,64 @@ cj_moves_cost(PlannerInfo *root, CjJoinGroup *g)
 				(cpu_tuple_cost + cpu_operator_cost) / nnodes;
 	}
 	return cost;
+}
+
+/*
+ * cj_move_columns
+ *		Sets the columns the moved rows of br carry: those exprs read.  false,
+ *		with the reason, when they read a system column or the whole row,
+ *		which a move does not carry.
+ */
+bool
+cj_move_columns(CjBaseRel *br, Node *exprs, List **reasons)
+{
+	Bitmapset  *attnos = NULL;
+	int			a = -1;
+
+	pull_varattnos(exprs, br->rtindex, &attnos);
+	br->move_attnos = NIL;
+	while ((a = bms_next_member(attnos, a)) >= 0)
+	{
+		AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
+
+		if (attno <= 0)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("the join needs a system column or whole row of %s",
+										br->alias));
+			return false;
+		}
+		br->move_attnos = lappend_int(br->move_attnos, attno);
+	}
+	return true;
+}
+
+/*
+ * cj_broadcast_allowed
+ *		Whether table br (relation rel) may be broadcast unasked: broadcasts
+ *		are on, it is at most colojoin.broadcast_threshold rows, and its
+ *		conditions have no parameter.
+ */
+bool
+cj_broadcast_allowed(CjBaseRel *br, RelOptInfo *rel, List **reasons)
+{
+	if (!colojoin_enable_broadcast)
+	{
+		*reasons = lappend(*reasons, pstrdup("broadcast is disabled"));
+		return false;
+	}
+	if (contains_param_walker((Node *) br->quals, NULL))
+	{
+		*reasons = lappend(*reasons,
+						   psprintf("table %s has a condition with a parameter, which a move cannot carry",
+									br->alias));
+		return false;
+	}
+	if (rel->rows > colojoin_broadcast_threshold)
+	{
+		*reasons = lappend(*reasons,
+						   psprintf("table %s is too large to broadcast", br->alias));
+		return false;
+	}
+	return true;
 }

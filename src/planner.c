@@ -1300,6 +1300,84 @@ live_leaves_foreign(CjBaseRel *br, List **reasons)
 
 static int	move_name_counter = 0;
 
+/* every condition of a join tree */
+static List *
+tree_quals(CjJoinTree *t)
+{
+	if (t->is_base)
+		return NIL;
+	return list_concat(list_concat(list_copy(t->joinquals), t->otherquals),
+					   list_concat(tree_quals(t->outer), tree_quals(t->inner)));
+}
+
+/*
+ * broadcast_inner_group
+ *		The inner side of an outer, semi or anti join is a group of its own
+ *		(a join PostgreSQL cannot take apart, such as the inner side of
+ *		"a LEFT JOIN (b JOIN c ON ...) ON ..."): when every table of it is
+ *		small, each is broadcast into the classes of the outer group and the
+ *		inner join runs whole in every task.  Tables the inner group moved
+ *		itself are broadcast as well: their routing served its classes.
+ */
+static CjJoinGroup *
+broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
+					  RelOptInfo *outerrel, RelOptInfo *innerrel,
+					  JoinType jointype, List *joinquals, List *otherquals,
+					  List **reasons)
+{
+	CjJoinGroup *ag = group_for_rel(root, outerrel, reasons);
+	CjJoinGroup *mg = group_for_rel(root, innerrel, reasons);
+	CjJoinGroup *g;
+	CjJoinTree *t;
+	List	   *moved;
+	List	   *exprs;
+	ListCell   *lc;
+	char	   *text;
+
+	if (ag == NULL || mg == NULL ||
+		((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
+		return NULL;
+	if (ag->rel->reloptkind == RELOPT_BASEREL && !finish_group(root, ag, reasons))
+		return NULL;
+	moved = copy_rels(mg->rels);
+	exprs = list_concat(list_make3(joinrel->reltarget->exprs, joinquals,
+								   otherquals),
+						tree_quals(mg->tree));
+	text = ag->move_text;
+	foreach(lc, moved)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if ((br->table != NULL && !live_leaves_foreign(br, reasons)) ||
+			!cj_broadcast_allowed(br, find_base_rel(root, br->rtindex), reasons) ||
+			!cj_move_columns(br, (Node *) lappend(list_copy(exprs), br->quals),
+							 reasons))
+			return NULL;
+		br->move = CJ_MOVE_BROADCAST;
+		br->reference = false;
+		br->move_name = psprintf("colojoin_move_%d_%u", ++move_name_counter,
+								 br->rtindex);
+		text = text ?
+			psprintf("%s; %s", text, cj_move_description(br, linitial(ag->rels))) :
+			cj_move_description(br, linitial(ag->rels));
+	}
+
+	g = palloc0(sizeof(CjJoinGroup));
+	g->rel = joinrel;
+	g->rels = list_concat(copy_rels(ag->rels), moved);
+	t = palloc0(sizeof(CjJoinTree));
+	t->jointype = jointype;
+	t->outer = ag->tree;
+	t->inner = shift_tree(mg->tree, list_length(ag->rels));
+	t->joinquals = joinquals;
+	t->otherquals = otherquals;
+	g->tree = t;
+	if (!finish_group(root, g, reasons) || !check_target(g, joinrel, reasons))
+		return NULL;
+	g->move_text = text;
+	return g;
+}
+
 /*
  * try_redistributed_join
  *		When a join is not colocated, a group on one side and a sharded table
@@ -1363,8 +1441,6 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		CjBaseRel  *mb;
 		CjJoinTree *t;
 		CjJoinTree *leaf;
-		Bitmapset  *attnos = NULL;
-		int			a;
 
 		if (attempt == 1 && jointype != JOIN_INNER)
 			break;
@@ -1391,26 +1467,11 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 			continue;
 
 		/* the columns the moved rows must carry */
-		pull_varattnos((Node *) list_make4(joinrel->reltarget->exprs, joinquals,
-										   otherquals, mb->quals),
-					   mb->rtindex, &attnos);
-		a = -1;
-		mb->move_attnos = NIL;
-		while ((a = bms_next_member(attnos, a)) >= 0)
-		{
-			AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
-
-			if (attno <= 0)
-				break;
-			mb->move_attnos = lappend_int(mb->move_attnos, attno);
-		}
-		if (a >= 0)
-		{
-			*reasons = lappend(*reasons,
-							   psprintf("the join needs a system column or whole row of %s",
-										mb->alias));
+		if (!cj_move_columns(mb, (Node *) list_make4(joinrel->reltarget->exprs,
+													 joinquals, otherquals,
+													 mb->quals),
+							 reasons))
 			continue;
-		}
 		mb->move_name = psprintf("colojoin_move_%d_%u", ++move_name_counter,
 								 mb->rtindex);
 
@@ -1444,6 +1505,10 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 			}
 		}
 	}
+	if (best == NULL && jointype != JOIN_INNER && forced == CJ_MOVE_NONE &&
+		must_move == NULL && innerrel->reloptkind == RELOPT_JOINREL)
+		best = broadcast_inner_group(root, joinrel, outerrel, innerrel,
+									 jointype, joinquals, otherquals, reasons);
 	return best;
 }
 

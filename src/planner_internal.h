@@ -180,6 +180,9 @@ extern char *cj_move_description(CjBaseRel *mb, CjBaseRel *anchor);
 extern double cj_moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br);
 extern Cost cj_moves_cost(PlannerInfo *root, CjJoinGroup *g);
 extern int	cj_task_node_count(CjJoinGroup *g);
+extern bool cj_move_columns(CjBaseRel *br, Node *exprs, List **reasons);
+extern bool cj_broadcast_allowed(CjBaseRel *br, RelOptInfo *rel,
+								 List **reasons);
 
 /* plan_create.c: the CustomScan of a chosen path */
 extern Plan *cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
