@@ -27,6 +27,7 @@ OBJS = \
 	src/planner.o \
 	src/key_match.o \
 	src/repartition_key.o \
+	src/move_choice.o \
 	src/plan_create.o \
 	src/remote_sql.o \
 	src/executor.o \

@@ -71,7 +71,6 @@ static List *cj_attempts = NIL;
 
 static char *joinrel_names(PlannerInfo *root, RelOptInfo *rel);
 static bool is_dimension_rel(PlannerInfo *root, RelOptInfo *rel);
-static double moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br);
 
 /* the hints of the statement being planned */
 static CjHintSet *cj_hints = NULL;
@@ -996,18 +995,6 @@ copy_rels(List *rels)
 	return result;
 }
 
-/* the number of nodes the group's tasks run on (at least 1) */
-static int
-task_node_count(CjJoinGroup *g)
-{
-	List	   *nodes = NIL;
-	ListCell   *lc;
-
-	foreach(lc, g->tasks)
-		nodes = list_append_unique_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
-	return Max(list_length(nodes), 1);
-}
-
 /* the rows the group's tables hold after their own conditions */
 static double
 group_input_rows(PlannerInfo *root, CjJoinGroup *g)
@@ -1287,24 +1274,10 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 }
 
 /* ----------------------------------------------------------------
- *		Redistribution (DESIGN §3): moving the smaller side
+ *		Redistribution (DESIGN §3): moving the smaller side; how it
+ *		moves is move_choice.c's
  * ----------------------------------------------------------------
  */
-
-/* the common modulus of a hash-partitioned table, or -1 */
-static int
-single_modulus(CjTable *table)
-{
-	int			c;
-
-	if (table == NULL || table->strategy != PARTITION_STRATEGY_HASH ||
-		table->nclasses == 0)
-		return -1;
-	for (c = 1; c < table->nclasses; c++)
-		if (table->classes[c].bound->modulus != table->classes[0].bound->modulus)
-			return -1;
-	return table->classes[0].bound->modulus;
-}
 
 static bool
 live_leaves_foreign(CjBaseRel *br, List **reasons)
@@ -1325,139 +1298,85 @@ live_leaves_foreign(CjBaseRel *br, List **reasons)
 	return true;
 }
 
-static bool
-contains_param_walker(Node *node, void *context)
+static int	move_name_counter = 0;
+
+/* every condition of a join tree */
+static List *
+tree_quals(CjJoinTree *t)
 {
-	if (node == NULL)
-		return false;
-	if (IsA(node, Param))
-		return true;
-	return expression_tree_walker(node, contains_param_walker, context);
+	if (t->is_base)
+		return NIL;
+	return list_concat(list_concat(list_copy(t->joinquals), t->otherquals),
+					   list_concat(tree_quals(t->outer), tree_quals(t->inner)));
 }
 
 /*
- * choose_move
- *		How rows of table mb can reach the classes of group ag (anchor: its
- *		first table, whose partition function defines the classes), or
- *		CJ_MOVE_NONE.  Copying the partitions that refine each class moves
- *		the least; routing by the anchor's hash function moves the table
- *		once; broadcasting moves it once per node, so only a small table.
+ * broadcast_inner_group
+ *		The inner side of an outer, semi or anti join is a group of its own
+ *		(a join PostgreSQL cannot take apart, such as the inner side of
+ *		"a LEFT JOIN (b JOIN c ON ...) ON ..."): when every table of it is
+ *		small, each is broadcast into the classes of the outer group and the
+ *		inner join runs whole in every task.  Tables the inner group moved
+ *		itself are broadcast as well: their routing served its classes.
  */
-static int
-choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb, RelOptInfo *mrel,
-			List *joinquals, JoinType jointype, int forced, List **reasons)
+static CjJoinGroup *
+broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
+					  RelOptInfo *outerrel, RelOptInfo *innerrel,
+					  JoinType jointype, List *joinquals, List *otherquals,
+					  List **reasons)
 {
-	bool		allow_redistribution = (forced == CJ_MOVE_REPARTITION) ||
-		(forced == CJ_MOVE_NONE && colojoin_enable_redistribution);
-	bool		allow_broadcast = (forced == CJ_MOVE_BROADCAST) ||
-		(forced == CJ_MOVE_NONE && colojoin_enable_broadcast);
-	CjBaseRel  *anchor = linitial(ag->rels);
-	int			ma = single_modulus(anchor->table);
-	int			mbmod = single_modulus(mb->table);
-	bool		ec_ok = (jointype == JOIN_INNER || jointype == JOIN_SEMI);
-	List	   *ignored = NIL;
-	int			nnodes = task_node_count(ag);
-	int			p;
-	double		repartition_rows = -1;
+	CjJoinGroup *ag = group_for_rel(root, outerrel, reasons);
+	CjJoinGroup *mg = group_for_rel(root, innerrel, reasons);
+	CjJoinGroup *g;
+	CjJoinTree *t;
+	List	   *moved;
+	List	   *exprs;
+	ListCell   *lc;
+	char	   *text;
 
-	/* moved rows are read with COPY, which takes no parameters */
-	if (contains_param_walker((Node *) mb->quals, NULL))
+	if (ag == NULL || mg == NULL ||
+		((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
+		return NULL;
+	if (ag->rel->reloptkind == RELOPT_BASEREL && !finish_group(root, ag, reasons))
+		return NULL;
+	moved = copy_rels(mg->rels);
+	exprs = list_concat(list_make3(joinrel->reltarget->exprs, joinquals,
+								   otherquals),
+						tree_quals(mg->tree));
+	text = ag->move_text;
+	foreach(lc, moved)
 	{
-		*reasons = lappend(*reasons,
-						   psprintf("table %s has a condition with a parameter, which a move cannot carry",
-									mb->alias));
-		return CJ_MOVE_NONE;
+		CjBaseRel  *br = lfirst(lc);
+
+		if ((br->table != NULL && !live_leaves_foreign(br, reasons)) ||
+			!cj_broadcast_allowed(br, find_base_rel(root, br->rtindex), reasons) ||
+			!cj_move_columns(br, (Node *) lappend(list_copy(exprs), br->quals),
+							 reasons))
+			return NULL;
+		br->move = CJ_MOVE_BROADCAST;
+		br->reference = false;
+		br->move_name = psprintf("colojoin_move_%d_%u", ++move_name_counter,
+								 br->rtindex);
+		text = text ?
+			psprintf("%s; %s", text, cj_move_description(br, linitial(ag->rels))) :
+			cj_move_description(br, linitial(ag->rels));
 	}
 
-	/* a table that is not sharded can only be broadcast, from here */
-	if (mb->table == NULL)
-	{
-		if (forced == CJ_MOVE_BROADCAST ||
-			(allow_broadcast && mrel->rows <= colojoin_broadcast_threshold))
-			return CJ_MOVE_BROADCAST;
-		*reasons = lappend(*reasons,
-						   psprintf("table %s is not sharded and %s", mb->alias,
-									forced == CJ_MOVE_REPARTITION ?
-									"can only be broadcast, not repartitioned" :
-									!allow_broadcast ? "broadcast is disabled" :
-									"is too large to broadcast"));
-		return CJ_MOVE_NONE;
-	}
-
-	if (allow_redistribution && ma > 0 && mbmod > 0 &&
-		mbmod % ma == 0 &&
-		cj_schemes_compatible(anchor->table, mb->table, &ignored))
-	{
-		/* hash partitions of mb refine the anchor's: equal keys required */
-		for (p = 0; p < anchor->table->partnatts; p++)
-		{
-			if (!cj_keys_equated(root, joinquals, ec_ok, anchor, mb, p))
-				break;
-		}
-		if (p == anchor->table->partnatts)
-		{
-			mb->move_modulus = ma;
-			return CJ_MOVE_PARTITIONS;
-		}
-	}
-
-	/* a value of mb equated with the anchor's key: route by its hash */
-	if (allow_redistribution && ma > 0 &&
-		cj_repartition_key(root, anchor, mb, joinquals, ec_ok,
-						   &mb->move_key, &mb->move_hashfn))
-	{
-		mb->move_modulus = ma;
-		repartition_rows = mrel->rows;
-	}
-
-	if (forced == CJ_MOVE_BROADCAST)
-		return CJ_MOVE_BROADCAST;
-	if (allow_broadcast && mrel->rows <= colojoin_broadcast_threshold &&
-		(repartition_rows < 0 || mrel->rows * nnodes < repartition_rows))
-		return CJ_MOVE_BROADCAST;
-	if (repartition_rows >= 0)
-		return CJ_MOVE_REPARTITION;
-
-	*reasons = lappend(*reasons,
-					   psprintf("table %s cannot be moved to the nodes of %s: %s", mb->alias,
-								anchor->alias,
-								forced == CJ_MOVE_REPARTITION ?
-								"it is not joined on a column it could be repartitioned by" :
-								!allow_redistribution && !allow_broadcast ?
-								"redistribution and broadcast are disabled" :
-								"it is not joined on the partition key and is too large to broadcast"));
-	return CJ_MOVE_NONE;
+	g = palloc0(sizeof(CjJoinGroup));
+	g->rel = joinrel;
+	g->rels = list_concat(copy_rels(ag->rels), moved);
+	t = palloc0(sizeof(CjJoinTree));
+	t->jointype = jointype;
+	t->outer = ag->tree;
+	t->inner = shift_tree(mg->tree, list_length(ag->rels));
+	t->joinquals = joinquals;
+	t->otherquals = otherquals;
+	g->tree = t;
+	if (!finish_group(root, g, reasons) || !check_target(g, joinrel, reasons))
+		return NULL;
+	g->move_text = text;
+	return g;
 }
-
-static char *
-move_description(CjBaseRel *mb, CjBaseRel *anchor)
-{
-	switch (mb->move)
-	{
-		case CJ_MOVE_PARTITIONS:
-			return psprintf("partitions of %s refining those of %s, copied where needed",
-							quote_identifier(mb->alias), quote_identifier(anchor->alias));
-		case CJ_MOVE_REPARTITION:
-			{
-				Node	   *key = copyObject((Node *) mb->move_key);
-
-				/* the key as the query names it: Vars of varno 1 for ruleutils */
-				ChangeVarNodes(key, mb->rtindex, 1, 0);
-				return psprintf("%s repartitioned by hash of %s like %s",
-								quote_identifier(mb->alias),
-								deparse_expression(key,
-												   deparse_context_for(mb->alias, mb->relid),
-												   true, false),
-								quote_identifier(anchor->alias));
-			}
-		case CJ_MOVE_BROADCAST:
-			return psprintf("%s broadcast to the nodes of %s",
-							quote_identifier(mb->alias), quote_identifier(anchor->alias));
-	}
-	return "";
-}
-
-static int	move_name_counter = 0;
 
 /*
  * try_redistributed_join
@@ -1522,8 +1441,6 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		CjBaseRel  *mb;
 		CjJoinTree *t;
 		CjJoinTree *leaf;
-		Bitmapset  *attnos = NULL;
-		int			a;
 
 		if (attempt == 1 && jointype != JOIN_INNER)
 			break;
@@ -1544,32 +1461,17 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
 			continue;
 
-		mb->move = choose_move(root, ag, mb, mrel, joinquals, jointype, forced,
-							   reasons);
+		mb->move = cj_choose_move(root, ag, mb, mrel, joinquals, jointype,
+								  forced, reasons);
 		if (mb->move == CJ_MOVE_NONE)
 			continue;
 
 		/* the columns the moved rows must carry */
-		pull_varattnos((Node *) list_make4(joinrel->reltarget->exprs, joinquals,
-										   otherquals, mb->quals),
-					   mb->rtindex, &attnos);
-		a = -1;
-		mb->move_attnos = NIL;
-		while ((a = bms_next_member(attnos, a)) >= 0)
-		{
-			AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
-
-			if (attno <= 0)
-				break;
-			mb->move_attnos = lappend_int(mb->move_attnos, attno);
-		}
-		if (a >= 0)
-		{
-			*reasons = lappend(*reasons,
-							   psprintf("the join needs a system column or whole row of %s",
-										mb->alias));
+		if (!cj_move_columns(mb, (Node *) list_make4(joinrel->reltarget->exprs,
+													 joinquals, otherquals,
+													 mb->quals),
+							 reasons))
 			continue;
-		}
 		mb->move_name = psprintf("colojoin_move_%d_%u", ++move_name_counter,
 								 mb->rtindex);
 
@@ -1589,12 +1491,12 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (!finish_group(root, g, reasons) || !check_target(g, joinrel, reasons))
 			continue;
 		g->move_text = ag->move_text ?
-			psprintf("%s; %s", ag->move_text, move_description(mb, linitial(g->rels))) :
-			move_description(mb, linitial(g->rels));
+			psprintf("%s; %s", ag->move_text, cj_move_description(mb, linitial(g->rels))) :
+			cj_move_description(mb, linitial(g->rels));
 
 		/* of the ways that work, the one moving the fewest rows */
 		{
-			double		moved = moved_rows(root, g, mb);
+			double		moved = cj_moved_rows(root, g, mb);
 
 			if (best == NULL || moved < best_moved)
 			{
@@ -1603,6 +1505,10 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 			}
 		}
 	}
+	if (best == NULL && jointype != JOIN_INNER && forced == CJ_MOVE_NONE &&
+		must_move == NULL && innerrel->reloptkind == RELOPT_JOINREL)
+		best = broadcast_inner_group(root, joinrel, outerrel, innerrel,
+									 jointype, joinquals, otherquals, reasons);
 	return best;
 }
 
@@ -1620,8 +1526,7 @@ add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
 				   bool forced)
 {
 	double		input_rows = group_input_rows(root, g);
-	int			nnodes = task_node_count(g);
-	ListCell   *lc;
+	int			nnodes = cj_task_node_count(g);
 	double		rows = joinrel->rows;
 	int			width = joinrel->reltarget->width;
 	Cost		startup;
@@ -1630,20 +1535,7 @@ add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
 	Cost		total;
 	QualCost	local_cost;
 
-	startup = 100.0 + 0.5 * list_length(g->tasks);
-	/* moved rows cross the network twice and are written on the node */
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-		RelOptInfo *brel;
-		double		moved;
-
-		if (br->move == CJ_MOVE_NONE)
-			continue;
-		brel = find_base_rel(root, br->rtindex);
-		moved = moved_rows(root, g, br);
-		startup += 50.0 + moved * (3 * cpu_tuple_cost + brel->reltarget->width * 0.0002);
-	}
+	startup = 100.0 + 0.5 * list_length(g->tasks) + cj_moves_cost(root, g);
 	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
 			  rows * cpu_tuple_cost) / nnodes;
 	transfer = rows * (cpu_tuple_cost + width * 0.0001);
@@ -2296,55 +2188,12 @@ cj_make_upper_path(PlannerInfo *root, RelOptInfo *parent, CjJoinGroup *g,
 	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
 			  g->rel->rows * cpu_tuple_cost +
 			  g->rel->rows * cpu_operator_cost * list_length(spec->remote_exprs)) /
-		task_node_count(g);
+		cj_task_node_count(g);
 	transfer = rows * (cpu_tuple_cost + target->width * 0.0001);
 
 	/* paths are never copied: plain pointers, read by cj_plan_custom_path */
 	return new_scan_path(parent, target, rows, startup + remote,
 						 startup + remote + transfer, list_make2(g, spec));
-}
-
-/*
- * moved_rows
- *		The rows a moved table sends: all of them once when repartitioned,
- *		once per task node when broadcast, and for refining partitions only
- *		those of the classes whose partitions are not already where the
- *		class runs (none at all when placement lines up).
- */
-static double
-moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br)
-{
-	double		rows = find_base_rel(root, br->rtindex)->rows;
-	ListCell   *lc;
-
-	switch (br->move)
-	{
-		case CJ_MOVE_REPARTITION:
-			return rows;
-		case CJ_MOVE_BROADCAST:
-			return rows * task_node_count(g);
-		case CJ_MOVE_PARTITIONS:
-			{
-				int			nlive = 0;
-				int			nmoved = 0;
-				int			k,
-							l;
-
-				for (k = 0; k < br->table->nclasses; k++)
-					for (l = 0; l < br->table->classes[k].nleaves; l++)
-						nlive += br->leaf_live[k][l] ? 1 : 0;
-				foreach(lc, g->tasks)
-				{
-					CjTask	   *task = lfirst(lc);
-					List	   *leaves = cj_refining_leaves(g, br, task->cls);
-
-					if (leaves != NIL && !cj_leaves_on_node(leaves, task->serverid))
-						nmoved += list_length(leaves);
-				}
-				return nlive > 0 ? rows * nmoved / nlive : 0;
-			}
-	}
-	return 0;
 }
 
 /* ----------------------------------------------------------------

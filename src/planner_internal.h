@@ -2,8 +2,9 @@
  *
  * planner_internal.h
  *	  The planner's picture of a colocated group, shared by planner.c
- *	  (which finds groups and makes their paths and plans) and remote_sql.c
- *	  (which writes the SQL the plan sends to the nodes).
+ *	  (which finds groups and makes their paths and plans), move_choice.c
+ *	  (how a table moves into a group) and remote_sql.c (which writes the
+ *	  SQL the plan sends to the nodes).
  *
  *-------------------------------------------------------------------------
  */
@@ -166,6 +167,22 @@ extern bool cj_tree_keeps_rows_of(CjJoinTree *t, int base);
 extern bool cj_repartition_key(PlannerInfo *root, CjBaseRel *anchor,
 							   CjBaseRel *mb, List *joinquals, bool ec_ok,
 							   Expr **key, Oid *hashfn);
+
+/*
+ * move_choice.c: how a table outside the class space reaches the classes
+ * of a group (CJ_MOVE_*, or CJ_MOVE_NONE with a reason), the rows that
+ * moves and what the group's moves add to a path's cost
+ */
+extern int	cj_choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb,
+						   RelOptInfo *mrel, List *joinquals, JoinType jointype,
+						   int forced, List **reasons);
+extern char *cj_move_description(CjBaseRel *mb, CjBaseRel *anchor);
+extern double cj_moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br);
+extern Cost cj_moves_cost(PlannerInfo *root, CjJoinGroup *g);
+extern int	cj_task_node_count(CjJoinGroup *g);
+extern bool cj_move_columns(CjBaseRel *br, Node *exprs, List **reasons);
+extern bool cj_broadcast_allowed(CjBaseRel *br, RelOptInfo *rel,
+								 List **reasons);
 
 /* plan_create.c: the CustomScan of a chosen path */
 extern Plan *cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,

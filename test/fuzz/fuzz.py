@@ -70,6 +70,8 @@ FEATURES = {
                'named windows, FILTER, a filter on a window result in an outer query)',
     'session-settings': 'DateStyle, IntervalStyle, extra_float_digits, TimeZone, bytea_output varied '
                         'per query (both sides)',
+    'moved-joins': 'joins without an equality of keys (<, <>, BETWEEN, ON true, CROSS JOIN) and tables '
+                   'joined to a colocated pair on other columns, one move after another, every join type',
 }
 
 ROW_CAP = 50000          # rows read of one side before giving up (both: skipped)
@@ -782,6 +784,11 @@ class QGen:
         # windows too: the queries without windows stay those of the seed
         self.wrng = random.Random(world.seed * 7 + 3)
         self.win_share = 0.15
+        # moved joins too, and they take the whole query: the other
+        # queries of a seed stay the same ones
+        self.mrng = random.Random(world.seed * 7 + 5)
+        self.moved_share = 0.12
+        self.moved = False
 
     def on(self, feat, p=1.0):
         return feat in self.f and self.rng.random() < p
@@ -919,6 +926,10 @@ class QGen:
         ts = rng.choice(self.w.tables)
         sa = 'q%d' % (self.nsub)
         self.nsub += 1
+        if self.moved and rng.random() < 0.5 and ts['N'] <= 2000:
+            corr = ['%s.v %s %s.v' % (sa, rng.choice(['<', '>', '<>']), outer)]
+            s = 'EXISTS (SELECT 1 FROM %s %s WHERE %s)' % (ts['name'], sa, ' AND '.join(corr))
+            return ('NOT ' + s) if 'anti' in self.f and rng.random() < 0.5 else s
         if rng.random() < 0.6:
             corr = self.keyeq(sa, ts, outer, tout)
         else:
@@ -1221,9 +1232,53 @@ class QGen:
             q.hint = (al, rng.choice(['lead', 'lead', 'select']))
 
     def gen(self):
+        if 'moved-joins' in self.f and self.mrng.random() < self.moved_share:
+            saved, self.rng = self.rng, self.mrng
+            self.moved = True
+            try:
+                return self.gen_query()
+            finally:
+                self.rng = saved
+                self.moved = False
+        return self.gen_query()
+
+    def moved_cond(self, q, x, tx, y, ty, jt, est):
+        """(conditions, fanout) joining new alias x to y for a moved join:
+        the keys (a colocated step), other columns equal (a move by
+        repartition or broadcast), or no equality at all (only a broadcast
+        can do it)"""
+        rng = self.rng
+        r = rng.random()
+        if jt == 'FULL':
+            r *= 0.5
+        if r < 0.3:
+            return self.keyeq(x, tx, y, ty), self.fanout(tx)
+        if r < 0.5:
+            c = rng.choice(['v', 'k2', 'k', 'n'])
+            c2 = rng.choice([cc for cc in ('v', 'k2', 'k', 'n') if FAMILY[cc] == FAMILY[c]])
+            return ['%s.%s = %s.%s' % (x, c, y, c2)], self.fanout(tx)
+        # no equality: every row of x may meet every row of y
+        if est * max(1, tx['N']) > 40000:
+            return ['%s.v = %s.v' % (x, y)], self.fanout(tx)
+        if r < 0.62:
+            conds = ['%s.v %s %s.v' % (x, rng.choice(['<', '<=', '>', '<>']), y)]
+        elif r < 0.74:
+            conds = ['%s.v BETWEEN %s.v - %d AND %s.n' % (x, y, rng.randrange(1, 20), y)]
+        elif r < 0.82:
+            conds = ['%s.k2 %s %s.v + %d' % (x, rng.choice(['<', '>=']), y, rng.randrange(0, 50))]
+        elif r < 0.9:
+            conds = ['(%s.v < %s.v OR %s.k2 = %s.k2)' % (x, y, x, y)]
+        else:
+            conds = []          # ON true
+        return conds, max(1.0, tx['N'] / 3.0)
+
+    def gen_query(self):
         rng = self.rng
         q = Query()
         self.nsub = 1
+        if self.moved and 'settings' in self.f and rng.random() < 0.3:
+            # too large to broadcast: a move by a key, or PostgreSQL
+            q.gucs.append(('colojoin.broadcast_threshold', rng.choice(['0', '10'])))
         if self.on('prepared', 0.2):
             q.prep = rng.choice(['force_custom_plan', 'force_generic_plan'])
         if self.on('settings', 0.25):
@@ -1233,7 +1288,7 @@ class QGen:
                     ('colojoin.enable_aggregate_pushdown', 'off'), ('colojoin.binary_results', 'off'),
                     ('enable_hashjoin', 'off'), ('enable_partitionwise_join', 'on'),
                     ('enable_partitionwise_aggregate', 'on')]
-            q.gucs = rng.sample(opts, rng.randint(1, 2))
+            q.gucs = q.gucs + rng.sample(opts, rng.randint(1, 2))
         tabs = self.w.tables
         if self.on('no-column-moves', 0.05) and 'cross' in self.f:
             # SELECT count(*) FROM x CROSS JOIN y: no column of either is needed
@@ -1274,6 +1329,29 @@ class QGen:
             jt = rng.choice(jts)
             prev = rng.choice(q.items)
             item = {'alias': x, 'table': t, 'jt': jt, 'on': [], 'anti': False}
+            if self.moved:
+                if jt in ('CROSS', 'COMMA') and est * max(1, t['N']) > 40000:
+                    jt = 'INNER'
+                if jt in ('CROSS', 'COMMA'):
+                    item['jt'] = jt
+                    q.items.append(item)
+                    est *= max(1, t['N'])
+                    continue
+                conds, f = self.moved_cond(q, x, t, prev['alias'], prev['table'], jt, est)
+                others = [it for it in q.items if it is not prev and not it['anti']]
+                if others and rng.random() < 0.3:
+                    # a condition on a second table: x joins only above both
+                    conds.append('%s.v <> %s.v' % (x, rng.choice(others)['alias']))
+                if jt == 'FULL' and not any('=' in c and '<' not in c and '>' not in c for c in conds):
+                    jt = 'LEFT'
+                est = est / self.fanout(t) * f
+                item['jt'] = 'LEFT' if jt == 'ANTI' else jt
+                item['on'] = conds
+                if jt == 'ANTI':
+                    item['anti'] = True
+                    q.where.append('%s.k IS NULL' % x)
+                q.items.append(item)
+                continue
             if jt in ('CROSS', 'COMMA'):
                 item['jt'] = 'CROSS' if jt == 'CROSS' else 'COMMA'
                 if rng.random() < 0.7:
@@ -1289,7 +1367,7 @@ class QGen:
                 elif jt == 'LEFT' and self.on('semi-under-outer', 0.3) and 'semi' in self.f:
                     item['on'].append(self.subq(q, x, t))
             q.items.append(item)
-        if self.w.dims and 'dimensions' in self.f and self.drng.random() < self.dim_share:
+        if not self.moved and self.w.dims and 'dimensions' in self.f and self.drng.random() < self.dim_share:
             saved, self.rng = self.rng, self.drng
             try:
                 if self.add_dims(q, est):
@@ -1305,7 +1383,7 @@ class QGen:
         if ('semi' in self.f or 'anti' in self.f) and rng.random() < 0.3:
             it = rng.choice(q.items)
             q.where.append(self.subq(q, it['alias'], it['table']))
-        if 'windows' in self.f and self.wrng.random() < self.win_share:
+        if not self.moved and 'windows' in self.f and self.wrng.random() < self.win_share:
             saved, self.rng = self.rng, self.wrng
             try:
                 self.add_windows(q)
@@ -2064,6 +2142,8 @@ def main():
                     help='share of the queries that join dimension tables (default 0.25)')
     ap.add_argument('--window-share', type=float, default=0.15,
                     help='share of the queries that select window functions (default 0.15)')
+    ap.add_argument('--moved-share', type=float, default=0.12,
+                    help='share of the queries of feature moved-joins (default 0.12)')
     ap.add_argument('--keep', action='store_true', help='leave the tables in place at the end')
     ap.add_argument('--show', action='store_true', help='print the world and the queries, run nothing')
     ap.add_argument('-v', '--verbose', action='store_true')
@@ -2105,6 +2185,7 @@ def main():
         qg = QGen(w, rng, feats)
         qg.dim_share = args.dimension_share
         qg.win_share = args.window_share
+        qg.moved_share = args.moved_share
         queries = [qg.gen() for _ in range(n)]
         if args.show:
             for t in w.tables + w.dims:
