@@ -36,6 +36,7 @@ OBJS = \
 	src/combine.o \
 	src/ordering.o \
 	src/windows.o \
+	src/lateral.o \
 	src/write_guard.o \
 	src/twophase.o \
 	src/modify.o \
