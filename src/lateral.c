@@ -412,6 +412,22 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	q = copyObject(sq);
 	OffsetVarNodes((Node *) q, lat->offset, 0);
 	IncrementVarSublevelsUp((Node *) q, -1, 1);
+
+	/*
+	 * The expressions as the planner sees its own (COLLATE as relabelling,
+	 * default arguments filled in, constants folded, ANDs flat), which is
+	 * what deparse.c knows how to judge and write.
+	 */
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		tle->expr = (Expr *) eval_const_expressions(root, (Node *) tle->expr);
+	}
+	q->jointree->quals = eval_const_expressions(root, q->jointree->quals);
+	q->havingQual = eval_const_expressions(root, q->havingQual);
+	q->limitCount = eval_const_expressions(root, q->limitCount);
+	q->limitOffset = eval_const_expressions(root, q->limitOffset);
 	lat->query = q;
 
 	/* its FROM list: sharded tables, read whole, as the group's user */
@@ -772,16 +788,17 @@ append_subquery(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
 	}
 	if (q->limitOffset)
 	{
-		appendStringInfoString(buf, " OFFSET ");
+		/* parenthesised: after OFFSET and FETCH FIRST only a plain value may stand */
+		appendStringInfoString(buf, " OFFSET (");
 		cj_deparse_expr(buf, (Expr *) q->limitOffset, &sc->dctx);
-		appendStringInfoString(buf, " ROWS");
+		appendStringInfoString(buf, ") ROWS");
 	}
 	if (q->limitCount)
 	{
-		appendStringInfoString(buf, " FETCH FIRST ");
+		appendStringInfoString(buf, " FETCH FIRST (");
 		cj_deparse_expr(buf, (Expr *) q->limitCount, &sc->dctx);
 		appendStringInfoString(buf, q->limitOption == LIMIT_OPTION_WITH_TIES ?
-							   " ROWS WITH TIES" : " ROWS ONLY");
+							   ") ROWS WITH TIES" : ") ROWS ONLY");
 	}
 }
 
