@@ -167,6 +167,15 @@ EXPLAIN (COSTS OFF)
 SELECT o.ok, x.ls FROM o
 CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lq = o.oc ORDER BY ls DESC LIMIT 1) x;
 RESET colojoin.log_decisions;
+-- declined, the subquery runs once per row with that row's values as
+-- parameters, written as the nodes read them whatever this session's
+-- DateStyle
+SET DateStyle = 'German';
+SELECT q, (cj_lat.check(q)).* FROM (VALUES
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.ls = o.od ORDER BY ls LIMIT 1) x'),
+	('SELECT o.ok, x.n FROM o CROSS JOIN LATERAL (SELECT count(*) AS n FROM li WHERE li.ls > o.od AND li.lq = o.oc) x')
+) qs(q);
+RESET DateStyle;
 
 -- parameters inside the subquery, custom and generic plans
 PREPARE lat(int, int) AS

@@ -1384,7 +1384,7 @@ class QGen:
         if 'lateral' in self.f and self.lrng.random() < self.lat_share:
             saved, self.rng = self.rng, self.lrng
             try:
-                self.add_lateral(q)
+                self.add_lateral(q, est)
             finally:
                 self.rng = saved
         self.finish(q)
@@ -1392,11 +1392,15 @@ class QGen:
 
     # -- LATERAL subqueries --------------------------------------------------
 
-    def add_lateral(self, q):
+    def add_lateral(self, q, est):
         """a LATERAL subquery over a table, correlated with an item of q
-        (mostly on the partition key), as the query's last FROM item"""
+        (mostly on the partition key), as the query's last FROM item.  Only
+        over few rows: where colojoin declines, PostgreSQL runs the
+        subquery once per row, a round trip to every node each time."""
         rng = self.rng
-        cands = [it for it in q.items if not it['table'].get('dim') and not it['anti']]
+        if est > 300 or any(it['table'].get('dim') for it in q.items):
+            return
+        cands = [it for it in q.items if not it['anti']]
         if not cands:
             return
         prev = rng.choice(cands)
