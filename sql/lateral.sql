@@ -34,12 +34,20 @@ SELECT cj_lat.leaf('rng_o', 'rng_o' || n, format('FOR VALUES FROM (%s) TO (%s)',
 FROM generate_series(1, 3) n;
 SELECT cj_lat.leaf('rng_l', 'rng_l' || n, format('FOR VALUES FROM (%s) TO (%s)', (n - 1) * 100, n * 100), n, 'k int, w int')
 FROM generate_series(1, 2) n;
+-- rng_m: range on k like rng_o, its [0, 100) sub-partitioned by hash on w
+-- (two leaves on node 1), no partition for [200, 300)
+CREATE TABLE cj_lat_s.rng_m (k int, w int) PARTITION BY RANGE (k);
+CREATE TABLE cj_lat_s.rng_m1 PARTITION OF cj_lat_s.rng_m FOR VALUES FROM (0) TO (100) PARTITION BY HASH (w);
+SELECT cj_lat.leaf('rng_m1', 'rng_m1_' || r, format('FOR VALUES WITH (MODULUS 2, REMAINDER %s)', r), 1, 'k int, w int')
+FROM generate_series(0, 1) r;
+SELECT cj_lat.leaf('rng_m', 'rng_m2', 'FOR VALUES FROM (100) TO (200)', 2, 'k int, w int');
 
 CREATE TABLE cj_lat_l.o (ok int, od date, oc int);
 CREATE TABLE cj_lat_l.li (lk int, ls date, lq int);
 CREATE TABLE cj_lat_l."Ship Log" ("OrdKey" int, "When" date, "Qty" int);
 CREATE TABLE cj_lat_l.rng_o (k int, v int);
 CREATE TABLE cj_lat_l.rng_l (k int, w int);
+CREATE TABLE cj_lat_l.rng_m (k int, w int);
 INSERT INTO cj_lat_l.o SELECT CASE WHEN g % 17 = 0 THEN NULL ELSE g END, date '2024-01-01' + (g * 7) % 90, g % 5 FROM generate_series(1, 80) g;
 INSERT INTO cj_lat_l.li SELECT CASE WHEN g % 29 = 0 THEN NULL ELSE (g * 13) % 70 + 1 END, date '2024-01-01' + (g * 11) % 150, g % 7 FROM generate_series(1, 400) g;
 INSERT INTO cj_lat_l."Ship Log" SELECT CASE WHEN g % 23 = 0 THEN NULL ELSE (g * 7) % 60 + 1 END, date '2024-01-01' + (g * 5) % 120, g % 4 FROM generate_series(1, 200) g;
@@ -50,7 +58,9 @@ INSERT INTO cj_lat_s.li SELECT * FROM cj_lat_l.li;
 INSERT INTO cj_lat_s."Ship Log" SELECT * FROM cj_lat_l."Ship Log";
 INSERT INTO cj_lat_s.rng_o SELECT * FROM cj_lat_l.rng_o;
 INSERT INTO cj_lat_s.rng_l SELECT * FROM cj_lat_l.rng_l;
-ANALYZE cj_lat_l.o, cj_lat_l.li, cj_lat_l."Ship Log", cj_lat_l.rng_o, cj_lat_l.rng_l;
+INSERT INTO cj_lat_l.rng_m SELECT (g * 3) % 200, g FROM generate_series(1, 150) g;
+INSERT INTO cj_lat_s.rng_m SELECT * FROM cj_lat_l.rng_m;
+ANALYZE cj_lat_l.o, cj_lat_l.li, cj_lat_l."Ship Log", cj_lat_l.rng_o, cj_lat_l.rng_l, cj_lat_l.rng_m;
 
 -- check(query): same rows from the sharded tables and the twins, how
 -- many, and whether one ColocatedJoin ran the LATERAL subquery (no nested
@@ -131,6 +141,9 @@ SELECT q, (cj_lat.check(q)).* FROM (VALUES
 	-- empty partitions and a class with no partition of the subquery''s table
 	('SELECT r.k, x.w FROM rng_o r CROSS JOIN LATERAL (SELECT w FROM rng_l l WHERE l.k = r.k ORDER BY w DESC LIMIT 1) x'),
 	('SELECT r.k, r.v, x.n, x.top FROM rng_o r LEFT JOIN LATERAL (SELECT count(*) AS n, max(w) AS top FROM rng_l l WHERE l.k = r.k AND l.w < r.v) x ON true'),
+	-- a sub-partitioned partition: its leaves together
+	('SELECT r.k, x.w, x.n FROM rng_o r LEFT JOIN LATERAL (SELECT max(w) AS w, count(*) AS n FROM rng_m m WHERE m.k = r.k) x ON true'),
+	('SELECT r.k, x.w FROM rng_o r CROSS JOIN LATERAL (SELECT m.w FROM rng_m m, rng_l l WHERE m.k = r.k AND l.k = m.k AND l.w < m.w ORDER BY m.w DESC LIMIT 2) x'),
 	-- keys of different integer types (a bigint, b int)
 	('SELECT a.k, a.v, x.w FROM a LEFT JOIN LATERAL (SELECT w FROM b WHERE b.k = a.k ORDER BY w LIMIT 1) x ON true'),
 	-- aggregated and ordered above the join: still the same tasks

@@ -263,6 +263,18 @@ anchor_table(CjLateralTable *lt, CjBaseRel *anchor, List **reasons)
 	return true;
 }
 
+/* "l.l_orderkey = o.o_orderkey" appended to what EXPLAIN says of lat */
+static void
+describe_equality(CjLateral *lat, CjBaseRel *a, CjBaseRel *b)
+{
+	int			p;
+
+	for (p = 0; p < a->table->partnatts; p++)
+		lat->keys_text = psprintf("%s%s%s = %s", lat->keys_text,
+								  *lat->keys_text ? ", " : "",
+								  cj_key_name(a, p), cj_key_name(b, p));
+}
+
 /*
  * correlate
  *		Give every table of the subquery its anchor: a table of the group
@@ -298,9 +310,7 @@ correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
 					continue;
 				if (!anchor_table(lt, br, reasons))
 					return false;
-				lat->keys_text = psprintf("%s%s%s = %s", lat->keys_text,
-										  *lat->keys_text ? ", " : "",
-										  cj_key_name(lt->rel, 0), cj_key_name(br, 0));
+				describe_equality(lat, lt->rel, br);
 				progress = true;
 				break;
 			}
@@ -321,6 +331,9 @@ correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
 					if (((CjBaseRel *) lfirst(lg))->rtindex == other->anchor &&
 						!anchor_table(lt, lfirst(lg), reasons))
 						return false;
+				if (lt->classes == NULL)
+					continue;
+				describe_equality(lat, lt->rel, other->rel);
 				progress = true;
 				break;
 			}
@@ -605,6 +618,8 @@ cj_tree_has_lateral(CjJoinTree *t)
 static List *
 tree_laterals(CjJoinTree *t, List *result)
 {
+	if (t == NULL)
+		return result;
 	if (t->lateral)
 		return lappend(result, t->lateral);
 	if (t->is_base)

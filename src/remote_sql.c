@@ -817,16 +817,23 @@ deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
 			{
 				List	   *on = NIL;
 				List	  **childscope = scope ? scope : &on;
+				StringInfoData inner;
 
 				appendStringInfoChar(buf, '(');
 				deparse_tree(buf, t->outer, childscope, sc);
-				appendStringInfoString(buf, " INNER JOIN ");
-				deparse_tree(buf, t->inner, childscope, sc);
+				initStringInfo(&inner);
+				deparse_tree(&inner, t->inner, childscope, sc);
 				if (t->remote_joinquals)
 					on = lappend(on, quals_text(t->remote_joinquals, sc));
-				appendStringInfoString(buf, " ON (");
-				append_string_list(buf, on, " AND ", "true");
-				appendStringInfoString(buf, "))");
+				/* a LATERAL subquery joined on nothing more, as written */
+				if (t->inner->lateral && on == NIL)
+					appendStringInfo(buf, " CROSS JOIN %s)", inner.data);
+				else
+				{
+					appendStringInfo(buf, " INNER JOIN %s ON (", inner.data);
+					append_string_list(buf, on, " AND ", "true");
+					appendStringInfoString(buf, "))");
+				}
 				break;
 			}
 		case JOIN_LEFT:
