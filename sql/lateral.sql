@@ -190,6 +190,13 @@ SELECT q, (cj_lat.check(q)).* FROM (VALUES
 ) qs(q);
 RESET DateStyle;
 
+-- as the inner side of a nested loop: rescanned with each outer row's key
+-- as a parameter, which prunes the tasks to that row's class
+SELECT rows_of(q, 'cj_lat_s') = rows_of(q, 'cj_lat_l') AS same,
+	   cardinality(rows_of(q, 'cj_lat_s')) AS nrows,
+	   (SELECT count(*) FROM cj_lat.explain_lines(q) l WHERE l ~ 'with LATERAL') AS colocated_lines
+FROM (VALUES ('SELECT t.ok, y.ls FROM cj_lat_l.o t CROSS JOIN LATERAL (SELECT x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls DESC LIMIT 1) x WHERE o.ok = t.ok OFFSET 0) y WHERE t.ok < 30')) v(q);
+
 -- parameters inside the subquery, custom and generic plans
 PREPARE lat(int, int) AS
 	SELECT o.ok, x.ls FROM o LEFT JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok AND li.lq > $1 ORDER BY ls DESC LIMIT $2) x ON true;
