@@ -1073,8 +1073,8 @@ new_scan_path(RelOptInfo *parent, PathTarget *target, double rows,
  */
 bool
 cj_split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
-				   JoinPathExtraData *extra, List **joinquals,
-				   List **otherquals, List **reasons)
+					  JoinPathExtraData *extra, List **joinquals,
+					  List **otherquals, List **reasons)
 {
 	ListCell   *lc;
 
@@ -1199,8 +1199,8 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 		irefs = true;
 	}
 
-	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals, &otherquals,
-							reasons))
+	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals,
+							   &otherquals, reasons))
 		return NULL;
 
 	g = palloc0(sizeof(CjJoinGroup));
@@ -1523,8 +1523,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 									joinrel_names(root, must_move)));
 		return NULL;
 	}
-	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals, &otherquals,
-							reasons))
+	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals,
+							   &otherquals, reasons))
 		return NULL;
 
 	/* the side that moves must not be preserved by the join */
@@ -1601,7 +1601,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		t->joinquals = joinquals;
 		t->otherquals = otherquals;
 		g->tree = t;
-		if (!cj_finish_group(root, g, reasons) || !cj_check_target(g, joinrel, reasons))
+		if (!cj_finish_group(root, g, reasons) ||
+			!cj_check_target(g, joinrel, reasons))
 			continue;
 		g->move_text = ag->move_text ?
 			psprintf("%s; %s", ag->move_text, move_description(mb, linitial(g->rels))) :
