@@ -41,6 +41,10 @@ CREATE TABLE cj_lat_s.rng_m1 PARTITION OF cj_lat_s.rng_m FOR VALUES FROM (0) TO 
 SELECT cj_lat.leaf('rng_m1', 'rng_m1_' || r, format('FOR VALUES WITH (MODULUS 2, REMAINDER %s)', r), 1, 'k int, w int')
 FROM generate_series(0, 1) r;
 SELECT cj_lat.leaf('rng_m', 'rng_m2', 'FOR VALUES FROM (100) TO (200)', 2, 'k int, w int');
+-- rates: a reference table (one partition that takes every row, a copy on
+-- every node, added below)
+CREATE TABLE cj_lat_s.rates (rd date, rate int) PARTITION BY HASH (rd);
+SELECT cj_lat.leaf('rates', 'rates0', 'FOR VALUES WITH (MODULUS 1, REMAINDER 0)', 1, 'rd date, rate int');
 
 CREATE TABLE cj_lat_l.o (ok int, od date, oc int);
 CREATE TABLE cj_lat_l.li (lk int, ls date, lq int);
@@ -48,6 +52,7 @@ CREATE TABLE cj_lat_l."Ship Log" ("OrdKey" int, "When" date, "Qty" int);
 CREATE TABLE cj_lat_l.rng_o (k int, v int);
 CREATE TABLE cj_lat_l.rng_l (k int, w int);
 CREATE TABLE cj_lat_l.rng_m (k int, w int);
+CREATE TABLE cj_lat_l.rates (rd date, rate int);
 INSERT INTO cj_lat_l.o SELECT CASE WHEN g % 17 = 0 THEN NULL ELSE g END, date '2024-01-01' + (g * 7) % 90, g % 5 FROM generate_series(1, 80) g;
 INSERT INTO cj_lat_l.li SELECT CASE WHEN g % 29 = 0 THEN NULL ELSE (g * 13) % 70 + 1 END, date '2024-01-01' + (g * 11) % 150, g % 7 FROM generate_series(1, 400) g;
 INSERT INTO cj_lat_l."Ship Log" SELECT CASE WHEN g % 23 = 0 THEN NULL ELSE (g * 7) % 60 + 1 END, date '2024-01-01' + (g * 5) % 120, g % 4 FROM generate_series(1, 200) g;
@@ -60,6 +65,9 @@ INSERT INTO cj_lat_s.rng_o SELECT * FROM cj_lat_l.rng_o;
 INSERT INTO cj_lat_s.rng_l SELECT * FROM cj_lat_l.rng_l;
 INSERT INTO cj_lat_l.rng_m SELECT (g * 3) % 200, g FROM generate_series(1, 150) g;
 INSERT INTO cj_lat_s.rng_m SELECT * FROM cj_lat_l.rng_m;
+INSERT INTO cj_lat_l.rates SELECT date '2023-12-01' + g * 2, (g * 7) % 50 FROM generate_series(1, 80) g;
+INSERT INTO cj_lat_s.rates SELECT * FROM cj_lat_l.rates;
+SELECT colojoin.add_replica('cj_lat_s.rates0', :'srv2'), colojoin.add_replica('cj_lat_s.rates0', :'srv3');
 ANALYZE cj_lat_l.o, cj_lat_l.li, cj_lat_l."Ship Log", cj_lat_l.rng_o, cj_lat_l.rng_l, cj_lat_l.rng_m;
 
 -- check(query): same rows from the sharded tables and the twins, how
@@ -144,6 +152,10 @@ SELECT q, (cj_lat.check(q)).* FROM (VALUES
 	-- a sub-partitioned partition: its leaves together
 	('SELECT r.k, x.w, x.n FROM rng_o r LEFT JOIN LATERAL (SELECT max(w) AS w, count(*) AS n FROM rng_m m WHERE m.k = r.k) x ON true'),
 	('SELECT r.k, x.w FROM rng_o r CROSS JOIN LATERAL (SELECT m.w FROM rng_m m, rng_l l WHERE m.k = r.k AND l.k = m.k AND l.w < m.w ORDER BY m.w DESC LIMIT 2) x'),
+	-- a reference table, read whole from the task's node: alone (ASOF on
+	-- its own column) and with a correlated sharded table
+	('SELECT o.ok, o.od, x.rate FROM o LEFT JOIN LATERAL (SELECT rate FROM rates WHERE rates.rd <= o.od ORDER BY rd DESC LIMIT 1) x ON true'),
+	('SELECT o.ok, x.ls, x.rate FROM o CROSS JOIN LATERAL (SELECT li.ls, r.rate FROM li, rates r WHERE li.lk = o.ok AND r.rd <= li.ls ORDER BY li.ls DESC, r.rd DESC LIMIT 1) x'),
 	-- keys of different integer types (a bigint, b int)
 	('SELECT a.k, a.v, x.w FROM a LEFT JOIN LATERAL (SELECT w FROM b WHERE b.k = a.k ORDER BY w LIMIT 1) x ON true'),
 	-- aggregated and ordered above the join: still the same tasks
@@ -174,6 +186,12 @@ SELECT o.ok, x.n, x.last FROM o
 LEFT JOIN LATERAL (SELECT count(*) AS n, max(ls) AS last FROM li
 				   WHERE li.lk = o.ok AND li.ls > o.od) x ON true
 WHERE o.ok = 12;
+-- a reference table in the subquery: its copy on the task's node
+EXPLAIN (COSTS OFF)
+SELECT o.ok, x.ls, x.rate FROM o
+CROSS JOIN LATERAL (SELECT li.ls, r.rate FROM li, rates r
+					WHERE li.lk = o.ok AND r.rd <= li.ls
+					ORDER BY li.ls DESC, r.rd DESC LIMIT 1) x;
 -- the declined case: PostgreSQL's nested loop, and the decision log's reason
 SET colojoin.log_decisions = on;
 EXPLAIN (COSTS OFF)

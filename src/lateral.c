@@ -6,7 +6,8 @@
  *	  DISTINCT, ORDER BY), reads only sharded tables and equates each of
  *	  their partition keys with the key of a table of the group (directly
  *	  or through another of its tables) sees, for any row of the group,
- *	  only rows of that row's own partition class.  So every task can
+ *	  only rows of that row's own partition class; reference tables it
+ *	  reads whole, from their copy on the task's node.  So every task can
  *	  evaluate it for its rows over the leaves of its class, and the whole
  *	  join is one CustomScan instead of a coordinator nested loop with a
  *	  round trip per outer row.
@@ -48,6 +49,8 @@ typedef struct CjLateralTable
 	int		   *classes;		/* per class of the anchor's table: the
 								 * class of this table holding the same
 								 * keys, or -1 */
+	bool		whole;			/* a reference table: its one class, whole,
+								 * in every task (no anchor) */
 } CjLateralTable;
 
 struct CjLateral
@@ -61,7 +64,8 @@ struct CjLateral
 	List	   *tables;			/* CjLateralTable * */
 	List	   *quals;			/* conditions on its rows (Expr over its
 								 * output columns) */
-	char	   *keys_text;		/* for EXPLAIN */
+	char	   *keys_text;		/* for EXPLAIN: its key equalities */
+	char	   *refs_text;		/* and its reference tables */
 };
 
 /* naming inside the subquery: its tables, else the task's own names */
@@ -296,7 +300,7 @@ correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
 			CjLateralTable *lt = lfirst(lc);
 			ListCell   *lo;
 
-			if (lt->classes != NULL)
+			if (lt->classes != NULL || lt->whole)
 				continue;
 			foreach(lo, og->rels)
 			{
@@ -323,7 +327,7 @@ correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
 				List	   *ignored = NIL;
 				ListCell   *lg;
 
-				if (other == lt || other->classes == NULL ||
+				if (other == lt || other->classes == NULL || other->whole ||
 					!cj_schemes_compatible(other->rel->table, lt->rel->table, &ignored) ||
 					!keys_equated_with(lat, lt, quals, subquery_key, &arg))
 					continue;
@@ -343,7 +347,7 @@ correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
 	{
 		CjLateralTable *lt = lfirst(lc);
 
-		if (lt->classes == NULL)
+		if (lt->classes == NULL && !lt->whole)
 		{
 			*reasons = lappend(*reasons,
 							   psprintf("LATERAL subquery %s does not equate the partition key of %s with the key of a table it is joined to",
@@ -422,6 +426,7 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	lat->alias = rte->eref->aliasname;
 	lat->offset = list_length(root->parse->rtable);
 	lat->keys_text = "";
+	lat->refs_text = "";
 	q = copyObject(sq);
 	OffsetVarNodes((Node *) q, lat->offset, 0);
 	IncrementVarSublevelsUp((Node *) q, -1, 1);
@@ -460,7 +465,8 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 				 trte->tablesample == NULL && trte->securityQuals == NIL) ?
 			cj_get_table(trte->relid) : NULL;
 		if (table == NULL || table->nclasses == 0 || !table->all_foreign ||
-			!column_keys(table) || trte->checkAsUser != user)
+			!(column_keys(table) || cj_is_reference_table(table)) ||
+			trte->checkAsUser != user)
 		{
 			*reasons = lappend(*reasons,
 							   psprintf("LATERAL subquery %s reads %s, which is not a sharded table it can read in the tasks",
@@ -469,6 +475,12 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 		}
 		lt = palloc0(sizeof(CjLateralTable));
 		lt->rti = ref->rtindex - lat->offset;
+		/* every copy of a reference table holds all its rows */
+		lt->whole = cj_is_reference_table(table);
+		if (lt->whole)
+			lat->refs_text = psprintf("%s%s%s", lat->refs_text,
+									  *lat->refs_text ? ", " : "",
+									  trte->eref->aliasname);
 		lt->rel = palloc0(sizeof(CjBaseRel));
 		lt->rel->rtindex = ref->rtindex;
 		lt->rel->relid = trte->relid;
@@ -633,6 +645,8 @@ table_class(CjJoinGroup *g, CjLateralTable *lt, int c)
 {
 	ListCell   *lc;
 
+	if (lt->whole)
+		return 0;
 	foreach(lc, g->rels)
 	{
 		CjBaseRel  *br = lfirst(lc);
@@ -681,7 +695,12 @@ cj_lateral_describe(CjJoinTree *t, StringInfo buf)
 	{
 		CjLateral  *lat = lfirst(lc);
 
-		appendStringInfo(buf, ", with LATERAL %s on %s", lat->alias, lat->keys_text);
+		appendStringInfo(buf, ", with LATERAL %s", lat->alias);
+		if (*lat->keys_text)
+			appendStringInfo(buf, " on %s", lat->keys_text);
+		if (*lat->refs_text)
+			appendStringInfo(buf, "%s reading reference table %s",
+							 *lat->keys_text ? "," : "", lat->refs_text);
 	}
 }
 
