@@ -2197,6 +2197,7 @@ cj_group_for_input(PlannerInfo *root, RelOptInfo *rel)
 	g = cj_group_for_rel(root, rel, &reasons);
 	if (g == NULL || !cj_finish_group(root, g, &reasons))
 	{
+		attempt->names = joinrel_names(root, rel);
 		attempt->reasons = lappend(attempt->reasons,
 								   makeString(pstrdup("not a sharded table colojoin can run")));
 		return NULL;
