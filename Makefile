@@ -39,6 +39,7 @@ OBJS = \
 	src/combine.o \
 	src/ordering.o \
 	src/windows.o \
+	src/lateral.o \
 	src/write_guard.o \
 	src/twophase.o \
 	src/modify.o \

@@ -29,6 +29,7 @@
 #include "partitioning/partbounds.h"
 #include "storage/latch.h"
 #include "tcop/utility.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
@@ -237,17 +238,34 @@ evaluate_params(CjScanState *st)
 	MemoryContext old = MemoryContextSwitchTo(econtext->ecxt_per_query_memory);
 	ListCell   *lc;
 	int			i = 0;
+	Datum	   *values = palloc(sizeof(Datum) * Max(st->nparams, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(st->nparams, 1));
+	int			nestlevel;
 
 	foreach(lc, st->param_states)
 	{
-		ExprState  *es = (ExprState *) lfirst(lc);
-		bool		isnull;
-		Datum		value = ExecEvalExpr(es, econtext, &isnull);
-
-		st->param_values[i] = isnull ? NULL :
-			OutputFunctionCall(&st->param_outfuncs[i], value);
+		values[i] = ExecEvalExpr((ExprState *) lfirst(lc), econtext, &nulls[i]);
 		i++;
 	}
+
+	/*
+	 * The values are written as the nodes' sessions read them (DateStyle
+	 * ISO and the like, deparse.c), whatever this session's settings: a
+	 * date under DateStyle German would not parse there.
+	 */
+	nestlevel = NewGUCNestLevel();
+	(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	for (i = 0; i < st->nparams; i++)
+		st->param_values[i] = nulls[i] ? NULL :
+			OutputFunctionCall(&st->param_outfuncs[i], values[i]);
+	AtEOXact_GUC(true, nestlevel);
+	pfree(values);
+	pfree(nulls);
 	MemoryContextSwitchTo(old);
 }
 

@@ -244,6 +244,8 @@ cj_keys_equated(PlannerInfo *root, List *joinquals, bool ec_ok,
 bool
 cj_tree_keeps_rows_of(CjJoinTree *t, int base)
 {
+	if (t->lateral)
+		return false;
 	if (t->is_base)
 		return t->base == base;
 	switch (t->jointype)

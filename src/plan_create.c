@@ -215,6 +215,9 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		scan_tlist = add_to_flat_tlist(NIL, scan_vars);
 	}
 
+	/* the tables LATERAL subqueries read are checked and locked as usual */
+	cj_lateral_plan_rtes(root, g->tree);
+
 	cj_sql_context_init(&sc, g);
 	/* window functions computed in the tasks name the query's windows */
 	sc.dctx.windows = root->parse->windowClause;

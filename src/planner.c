@@ -306,12 +306,12 @@ make_dimension_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 }
 
 /*
- * group_for_rel
+ * cj_group_for_rel
  *		The colocated group a join input stands for: a sharded table on its
  *		own, or a join relation colojoin already accepted.
  */
-static CjJoinGroup *
-group_for_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
+CjJoinGroup *
+cj_group_for_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 {
 	if (rel->reloptkind == RELOPT_BASEREL)
 	{
@@ -342,6 +342,9 @@ group_for_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 bool
 cj_tree_produces(CjJoinTree *t, const bool *present)
 {
+	/* a LATERAL subquery is read in every class (lateral.c) */
+	if (t->lateral)
+		return true;
 	if (t->is_base)
 		return present[t->base];
 	switch (t->jointype)
@@ -367,7 +370,7 @@ shift_tree(CjJoinTree *t, int offset)
 	memcpy(c, t, sizeof(CjJoinTree));
 	if (c->is_base)
 		c->base += offset;
-	else
+	else if (c->lateral == NULL)
 	{
 		c->outer = shift_tree(t->outer, offset);
 		c->inner = shift_tree(t->inner, offset);
@@ -508,6 +511,8 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 			if (nodes == NIL)
 				break;
 		}
+		/* and the partitions LATERAL subqueries read in the class */
+		nodes = cj_lateral_nodes(g, c, nodes);
 		if (nodes == NIL && g->trust_placement)
 		{
 			/*
@@ -622,6 +627,9 @@ check_shippable(PlannerInfo *root, CjJoinGroup *g, CjJoinTree *t,
 {
 	ListCell   *lc;
 
+	/* a LATERAL subquery's own conditions are inside it, all remote */
+	if (t->lateral)
+		return true;
 	if (t->is_base)
 	{
 		CjBaseRel  *br = list_nth(g->rels, t->base);
@@ -735,6 +743,8 @@ reads_tables(CjJoinGroup *g, List *exprs, Bitmapset *tables)
 static Bitmapset *
 tree_tables(CjJoinTree *t)
 {
+	if (t->lateral)
+		return NULL;
 	if (t->is_base)
 		return bms_make_singleton(t->base);
 	return bms_union(tree_tables(t->outer), tree_tables(t->inner));
@@ -757,9 +767,13 @@ check_semi_refs(CjJoinGroup *g, CjJoinTree *t, Bitmapset **hidden)
 	Bitmapset  *hi;
 
 	*hidden = NULL;
-	if (t->is_base)
+	if (t->is_base || t->lateral)
 		return true;
 	if (!check_semi_refs(g, t->outer, &ho) || !check_semi_refs(g, t->inner, &hi))
+		return false;
+	/* a LATERAL subquery's columns are not tracked: never inside EXISTS */
+	if ((t->jointype == JOIN_SEMI || t->jointype == JOIN_ANTI) &&
+		cj_tree_has_lateral(t->inner))
 		return false;
 	if (reads_tables(g, t->joinquals, bms_union(ho, hi)) ||
 		reads_tables(g, t->otherquals, bms_union(ho, hi)))
@@ -780,12 +794,12 @@ check_semi_refs(CjJoinGroup *g, CjJoinTree *t, Bitmapset **hidden)
 }
 
 /*
- * check_target
+ * cj_check_target
  *		Every column the join must return has to be a plain column of one of
  *		the joined tables, in reach of the remote query's select list.
  */
-static bool
-check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons)
+bool
+cj_check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons)
 {
 	ListCell   *lc;
 	Bitmapset  *hidden;
@@ -889,17 +903,18 @@ describe_keys(CjJoinGroup *g)
 			}
 		}
 	}
+	cj_lateral_describe(g->tree, &buf);
 	g->keys_text = buf.data;
 }
 
 /*
- * finish_group
+ * cj_finish_group
  *		The rules that hold for a group whatever joined it: bounds (rule 3)
  *		and placement (rule 5) give the tasks; every table read as one user;
  *		conditions split into remote and local ones.
  */
-static bool
-finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
+bool
+cj_finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
 {
 	CjBaseRel  *first = linitial(g->rels);
 	CjHint	   *trust = cj_hint_trust_colocation(cj_hints);
@@ -979,8 +994,8 @@ finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
 }
 
 /* private copies: a group sets fields of its tables that depend on it */
-static List *
-copy_rels(List *rels)
+List *
+cj_copy_rels(List *rels)
 {
 	List	   *result = NIL;
 	ListCell   *lc;
@@ -1037,16 +1052,16 @@ new_scan_path(RelOptInfo *parent, PathTarget *target, double rows,
 }
 
 /*
- * split_join_clauses
+ * cj_split_join_clauses
  *		The join's own conditions (joinquals) and, for an outer join, those
  *		applied above it (otherquals).  false, with the reason, for a
  *		condition that does not depend on the join's rows (PostgreSQL
  *		evaluates it once, as a gating qual).
  */
-static bool
-split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
-				   JoinPathExtraData *extra, List **joinquals,
-				   List **otherquals, List **reasons)
+bool
+cj_split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
+					  JoinPathExtraData *extra, List **joinquals,
+					  List **otherquals, List **reasons)
 {
 	ListCell   *lc;
 
@@ -1126,8 +1141,8 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 		jointype != JOIN_ANTI)
 		return NULL;			/* unique-ified variants: another call covers it */
 
-	og = group_for_rel(root, outerrel, reasons);
-	ig = group_for_rel(root, innerrel, reasons);
+	og = cj_group_for_rel(root, outerrel, reasons);
+	ig = cj_group_for_rel(root, innerrel, reasons);
 	if (og == NULL || ig == NULL)
 		return NULL;
 
@@ -1171,13 +1186,13 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 		irefs = true;
 	}
 
-	if (!split_join_clauses(joinrel, jointype, extra, &joinquals, &otherquals,
-							reasons))
+	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals,
+							   &otherquals, reasons))
 		return NULL;
 
 	g = palloc0(sizeof(CjJoinGroup));
 	g->rel = joinrel;
-	g->rels = copy_rels(list_concat(list_copy(og->rels), ig->rels));
+	g->rels = cj_copy_rels(list_concat(list_copy(og->rels), ig->rels));
 	nouter = list_length(og->rels);
 	/* the reference side is read whole in every class of this group */
 	if (irefs)
@@ -1261,9 +1276,9 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	t->otherquals = otherquals;
 	g->tree = t;
 
-	if (!finish_group(root, g, reasons))
+	if (!cj_finish_group(root, g, reasons))
 		return NULL;
-	if (!check_target(g, joinrel, reasons))
+	if (!cj_check_target(g, joinrel, reasons))
 		return NULL;
 	/* what moved below this join still moves */
 	if (og->move_text && ig->move_text)
@@ -1325,8 +1340,8 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
 					  JoinType jointype, List *joinquals, List *otherquals,
 					  List **reasons)
 {
-	CjJoinGroup *ag = group_for_rel(root, outerrel, reasons);
-	CjJoinGroup *mg = group_for_rel(root, innerrel, reasons);
+	CjJoinGroup *ag = cj_group_for_rel(root, outerrel, reasons);
+	CjJoinGroup *mg = cj_group_for_rel(root, innerrel, reasons);
 	CjJoinGroup *g;
 	CjJoinTree *t;
 	List	   *moved;
@@ -1337,9 +1352,9 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
 	if (ag == NULL || mg == NULL ||
 		((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
 		return NULL;
-	if (ag->rel->reloptkind == RELOPT_BASEREL && !finish_group(root, ag, reasons))
+	if (ag->rel->reloptkind == RELOPT_BASEREL && !cj_finish_group(root, ag, reasons))
 		return NULL;
-	moved = copy_rels(mg->rels);
+	moved = cj_copy_rels(mg->rels);
 	exprs = list_concat(list_make3(joinrel->reltarget->exprs, joinquals,
 								   otherquals),
 						tree_quals(mg->tree));
@@ -1364,7 +1379,7 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
 
 	g = palloc0(sizeof(CjJoinGroup));
 	g->rel = joinrel;
-	g->rels = list_concat(copy_rels(ag->rels), moved);
+	g->rels = list_concat(cj_copy_rels(ag->rels), moved);
 	t = palloc0(sizeof(CjJoinTree));
 	t->jointype = jointype;
 	t->outer = ag->tree;
@@ -1372,7 +1387,7 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
 	t->joinquals = joinquals;
 	t->otherquals = otherquals;
 	g->tree = t;
-	if (!finish_group(root, g, reasons) || !check_target(g, joinrel, reasons))
+	if (!cj_finish_group(root, g, reasons) || !cj_check_target(g, joinrel, reasons))
 		return NULL;
 	g->move_text = text;
 	return g;
@@ -1427,8 +1442,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 									joinrel_names(root, must_move)));
 		return NULL;
 	}
-	if (!split_join_clauses(joinrel, jointype, extra, &joinquals, &otherquals,
-							reasons))
+	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals,
+							   &otherquals, reasons))
 		return NULL;
 
 	/* the side that moves must not be preserved by the join */
@@ -1447,11 +1462,11 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (mrel->reloptkind != RELOPT_BASEREL ||
 			(must_move != NULL && mrel != must_move))
 			continue;
-		ag = group_for_rel(root, arel, reasons);
+		ag = cj_group_for_rel(root, arel, reasons);
 		if (ag == NULL)
 			continue;
 		if (ag->rel->reloptkind == RELOPT_BASEREL &&
-			!finish_group(root, ag, reasons))
+			!cj_finish_group(root, ag, reasons))
 			continue;
 		mb = is_dimension_rel(root, mrel) ?
 			make_dimension_rel(root, mrel, reasons) :
@@ -1477,7 +1492,7 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 
 		g = palloc0(sizeof(CjJoinGroup));
 		g->rel = joinrel;
-		g->rels = lappend(copy_rels(ag->rels), mb);
+		g->rels = lappend(cj_copy_rels(ag->rels), mb);
 		leaf = palloc0(sizeof(CjJoinTree));
 		leaf->is_base = true;
 		leaf->base = list_length(g->rels) - 1;
@@ -1488,7 +1503,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		t->joinquals = joinquals;
 		t->otherquals = otherquals;
 		g->tree = t;
-		if (!finish_group(root, g, reasons) || !check_target(g, joinrel, reasons))
+		if (!cj_finish_group(root, g, reasons) ||
+			!cj_check_target(g, joinrel, reasons))
 			continue;
 		g->move_text = ag->move_text ?
 			psprintf("%s; %s", ag->move_text, cj_move_description(mb, linitial(g->rels))) :
@@ -1708,6 +1724,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	CjHint	   *move_hint = NULL;
 	RelOptInfo *must_move = NULL;
 	int			forced_move = CJ_MOVE_NONE;
+	bool		lateral;
 
 	if (prev_join_pathlist_hook)
 		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel,
@@ -1770,9 +1787,13 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 
 	/*
 	 * Cheap tests first: both inputs must be sharded tables or groups, or
-	 * one a group and the other a table to broadcast to it (a dimension).
+	 * one a group and the other a table to broadcast to it (a dimension)
+	 * or a LATERAL subquery to run in its tasks (lateral.c).
 	 */
-	if (!(is_group_input(root, outerrel) && is_group_input(root, innerrel)) &&
+	lateral = (cj_is_lateral_rel(innerrel) && is_group_input(root, outerrel)) ||
+		(cj_is_lateral_rel(outerrel) && is_group_input(root, innerrel));
+	if (!lateral &&
+		!(is_group_input(root, outerrel) && is_group_input(root, innerrel)) &&
 		!(is_group_input(root, outerrel) && is_dimension_rel(root, innerrel)) &&
 		!(is_dimension_rel(root, outerrel) && is_group_input(root, innerrel)))
 	{
@@ -1816,12 +1837,15 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		return;
 	}
 
-	if (move_hint == NULL)
+	if (lateral)
+		group = cj_try_lateral_join(root, joinrel, outerrel, innerrel,
+									jointype, extra, &reasons);
+	else if (move_hint == NULL)
 		group = try_colocated_join(root, joinrel, outerrel, innerrel, jointype,
 								   extra, &reasons);
 	else
 		group = NULL;
-	if (group == NULL && force == NULL &&
+	if (group == NULL && force == NULL && !lateral &&
 		(move_hint != NULL ||
 		 (enabled && (colojoin_enable_redistribution || colojoin_enable_broadcast))))
 	{
@@ -2062,9 +2086,10 @@ cj_group_for_input(PlannerInfo *root, RelOptInfo *rel)
 		return attempt->group;
 	if (attempt->reasons != NIL)
 		return NULL;
-	g = group_for_rel(root, rel, &reasons);
-	if (g == NULL || !finish_group(root, g, &reasons))
+	g = cj_group_for_rel(root, rel, &reasons);
+	if (g == NULL || !cj_finish_group(root, g, &reasons))
 	{
+		attempt->names = joinrel_names(root, rel);
 		attempt->reasons = lappend(attempt->reasons,
 								   makeString(pstrdup("not a sharded table colojoin can run")));
 		return NULL;

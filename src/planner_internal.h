@@ -71,11 +71,15 @@ typedef struct CjBaseRel
 #define CJ_MOVE_REPARTITION 2	/* rows routed by the anchor's hash function */
 #define CJ_MOVE_BROADCAST	3	/* the whole table to every task's node */
 
+/* a LATERAL subquery run in the tasks (lateral.c) */
+typedef struct CjLateral CjLateral;
+
 /* The join tree of a colocated group, as it will be written in SQL */
 typedef struct CjJoinTree
 {
 	bool		is_base;
 	int			base;			/* index into CjJoinGroup.rels when is_base */
+	CjLateral  *lateral;		/* or a LATERAL subquery (a leaf, not is_base) */
 	JoinType	jointype;		/* INNER, LEFT, FULL, SEMI or ANTI */
 	struct CjJoinTree *outer;
 	struct CjJoinTree *inner;
@@ -140,6 +144,10 @@ extern List *cj_build_moves(PlannerInfo *root, CjJoinGroup *g,
 extern List *cj_refining_leaves(CjJoinGroup *g, CjBaseRel *br, int c);
 extern bool cj_leaves_on_node(List *leaves, Oid serverid);
 
+/* remote_sql.c: class m (-1: none) of br's table on a node, unaliased */
+extern void cj_append_class_from(StringInfo buf, CjBaseRel *br, int m,
+								 Oid serverid);
+
 /* planner.c */
 /* how many reference tables the group reads whole in each class (its space's last tables) */
 extern int	cj_group_references(CjJoinGroup *g);
@@ -147,6 +155,30 @@ extern int	cj_class_remainder(CjJoinGroup *g, int c);
 extern bool cj_tree_produces(CjJoinTree *t, const bool *present);
 extern CjJoinGroup *cj_group_of_rel(RelOptInfo *rel);
 extern CjHintSet *cj_statement_hints(void);
+extern CjJoinGroup *cj_group_for_rel(PlannerInfo *root, RelOptInfo *rel,
+									 List **reasons);
+extern bool cj_finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons);
+extern bool cj_check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons);
+extern List *cj_copy_rels(List *rels);
+extern bool cj_split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
+								  JoinPathExtraData *extra, List **joinquals,
+								  List **otherquals, List **reasons);
+
+/*
+ * lateral.c: LATERAL subqueries correlated on the partition key, run in
+ * the tasks as a leaf of the join tree
+ */
+extern bool cj_is_lateral_rel(RelOptInfo *rel);
+extern CjJoinGroup *cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
+										RelOptInfo *outerrel, RelOptInfo *innerrel,
+										JoinType jointype, JoinPathExtraData *extra,
+										List **reasons);
+extern bool cj_tree_has_lateral(CjJoinTree *t);
+extern List *cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes);
+extern void cj_lateral_describe(CjJoinTree *t, StringInfo buf);
+extern const char *cj_lateral_var_name(CjJoinTree *t, Var *var);
+extern void cj_append_lateral(StringInfo buf, CjLateral *lat, CjSqlContext *sc);
+extern void cj_lateral_plan_rtes(PlannerInfo *root, CjJoinTree *t);
 
 /* key_match.c: keys as expressions, and the equalities that match them */
 extern Var *cj_key_var(CjBaseRel *br, int p);

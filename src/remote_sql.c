@@ -61,6 +61,8 @@ name_var(Var *var, void *arg)
 	int			i = base_index_for_varno(sc->g, var->varno);
 	CjBaseRel  *br;
 
+	if (i < 0 && var->varattno > 0 && var->varlevelsup == 0)
+		return cj_lateral_var_name(sc->g->tree, var);
 	if (i < 0 || var->varattno <= 0 || var->varlevelsup != 0)
 		return NULL;
 	br = list_nth(sc->g->rels, i);
@@ -79,6 +81,8 @@ name_var(Var *var, void *arg)
 static void
 hide_tables(CjSqlContext *sc, CjJoinTree *t, int delta, bool anti)
 {
+	if (t->lateral)
+		return;
 	if (t->is_base)
 	{
 		sc->hidden[t->base] += delta;
@@ -94,7 +98,7 @@ hide_tables(CjSqlContext *sc, CjJoinTree *t, int delta, bool anti)
 static void
 hide_inner_sides(CjSqlContext *sc, CjJoinTree *t)
 {
-	if (t->is_base)
+	if (t->is_base || t->lateral)
 		return;
 	if (t->jointype == JOIN_SEMI || t->jointype == JOIN_ANTI)
 		hide_tables(sc, t->inner, 1, t->jointype == JOIN_ANTI);
@@ -403,25 +407,19 @@ append_moved_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 }
 
 /*
- * append_base_from
- *		The FROM item of a sharded table for one class on one node: its leaf
+ * cj_append_class_from
+ *		The rows of class m of br's table on one node, unaliased: its leaf
  *		there, a UNION ALL of its live leaves (multi-level partitioning), or
- *		an empty relation when the table has no live leaf in the class.
+ *		an empty relation when it has no live leaf in the class (m -1: no
+ *		partition at all).
  */
-static void
-append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
+void
+cj_append_class_from(StringInfo buf, CjBaseRel *br, int m, Oid serverid)
 {
-	int			m;
 	CjClass    *cls;
 	int			nlive = 0;
 	int			l;
 
-	if (br->move != CJ_MOVE_NONE)
-	{
-		append_moved_from(buf, br, sc);
-		return;
-	}
-	m = CJ_MEMBER(sc->g->space, sc->cls, br->space_index);
 	cls = (m >= 0 && br->class_live[m]) ? &br->table->classes[m] : NULL;
 
 	if (cls)
@@ -438,7 +436,7 @@ append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 			if (!br->leaf_live[m][l])
 				continue;
 			leaf = &cls->leaves[l];
-			pl = placement_on(leaf, sc->serverid);
+			pl = placement_on(leaf, serverid);
 			if (leaf_names_match(br, leaf))
 				appendStringInfoString(buf,
 									   cj_qualified_name(pl->remote_schema, pl->remote_table));
@@ -464,13 +462,29 @@ append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 			leaf = &cls->leaves[l];
 			if (!firstleaf)
 				appendStringInfoString(buf, " UNION ALL ");
-			append_leaf_select(buf, br, leaf, placement_on(leaf, sc->serverid));
+			append_leaf_select(buf, br, leaf, placement_on(leaf, serverid));
 			firstleaf = false;
 		}
 		appendStringInfoChar(buf, ')');
 	}
 	else
 		append_empty_relation(buf, br);
+}
+
+/*
+ * append_base_from
+ *		The FROM item of a sharded table for one class on one node.
+ */
+static void
+append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
+{
+	if (br->move != CJ_MOVE_NONE)
+	{
+		append_moved_from(buf, br, sc);
+		return;
+	}
+	cj_append_class_from(buf, br, CJ_MEMBER(sc->g->space, sc->cls, br->space_index),
+						 sc->serverid);
 	appendStringInfo(buf, " r%u", br->rtindex);
 }
 
@@ -771,6 +785,11 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 static void
 deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
 {
+	if (t->lateral)
+	{
+		cj_append_lateral(buf, t->lateral, sc);
+		return;
+	}
 	if (t->is_base)
 	{
 		CjBaseRel  *br = list_nth(sc->g->rels, t->base);
@@ -798,16 +817,23 @@ deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
 			{
 				List	   *on = NIL;
 				List	  **childscope = scope ? scope : &on;
+				StringInfoData inner;
 
 				appendStringInfoChar(buf, '(');
 				deparse_tree(buf, t->outer, childscope, sc);
-				appendStringInfoString(buf, " INNER JOIN ");
-				deparse_tree(buf, t->inner, childscope, sc);
+				initStringInfo(&inner);
+				deparse_tree(&inner, t->inner, childscope, sc);
 				if (t->remote_joinquals)
 					on = lappend(on, quals_text(t->remote_joinquals, sc));
-				appendStringInfoString(buf, " ON (");
-				append_string_list(buf, on, " AND ", "true");
-				appendStringInfoString(buf, "))");
+				/* a LATERAL subquery joined on nothing more, as written */
+				if (t->inner->lateral && on == NIL)
+					appendStringInfo(buf, " CROSS JOIN %s)", inner.data);
+				else
+				{
+					appendStringInfo(buf, " INNER JOIN %s ON (", inner.data);
+					append_string_list(buf, on, " AND ", "true");
+					appendStringInfoString(buf, "))");
+				}
 				break;
 			}
 		case JOIN_LEFT:

@@ -72,6 +72,8 @@ FEATURES = {
                         'per query (both sides)',
     'moved-joins': 'joins without an equality of keys (<, <>, BETWEEN, ON true, CROSS JOIN) and tables '
                    'joined to a colocated pair on other columns, one move after another, every join type',
+    'lateral': 'LATERAL subqueries (CROSS, INNER and LEFT JOIN LATERAL; ORDER BY ... LIMIT, aggregates, '
+               'GROUP BY, DISTINCT inside) correlated on the partition key or on other columns',
 }
 
 ROW_CAP = 50000          # rows read of one side before giving up (both: skipped)
@@ -789,6 +791,9 @@ class QGen:
         self.mrng = random.Random(world.seed * 7 + 5)
         self.moved_share = 0.12
         self.moved = False
+        # and LATERAL subqueries
+        self.lrng = random.Random(world.seed * 7 + 4)
+        self.lat_share = 0.15
 
     def on(self, feat, p=1.0):
         return feat in self.f and self.rng.random() < p
@@ -1454,8 +1459,82 @@ class QGen:
             q.order = True
         if 'anti-cols' not in self.f:
             self.scrub_anti(q)
+        if 'lateral' in self.f and self.lrng.random() < self.lat_share:
+            saved, self.rng = self.rng, self.lrng
+            try:
+                self.add_lateral(q, est)
+            finally:
+                self.rng = saved
         self.finish(q)
         return q
+
+    # -- LATERAL subqueries --------------------------------------------------
+
+    def add_lateral(self, q, est):
+        """a LATERAL subquery over a table, correlated with an item of q
+        (mostly on the partition key), as the query's last FROM item.  Only
+        over few rows: where colojoin declines, PostgreSQL runs the
+        subquery once per row, a round trip to every node each time."""
+        rng = self.rng
+        if est > 300 or any(it['table'].get('dim') for it in q.items):
+            return
+        cands = [it for it in q.items if not it['anti']]
+        if not cands:
+            return
+        prev = rng.choice(cands)
+        pt = prev['table']
+        same = [t for t in self.w.tables if t['family'] == pt['family']]
+        ts = rng.choice(same if same and rng.random() < 0.8 else self.w.tables)
+        la = 'q%d' % self.nsub
+        self.nsub += 1
+        if rng.random() < 0.75:
+            where = self.keyeq(la, ts, prev['alias'], pt)
+        else:
+            c = rng.choice(['k', 'k2', 'v', 'd'])
+            where = [self.eq('%s.%s' % (la, c), ts, c, '%s.%s' % (prev['alias'], c), pt, c)]
+        if rng.random() < 0.4:
+            where.append(self.filt(q, la, ts))
+        if rng.random() < 0.3:
+            where.append('%s.v %s %s.v' % (la, rng.choice(['<=', '>', '<>']), prev['alias']))
+        shape = rng.choice(['limit', 'limit', 'limit', 'agg', 'group', 'distinct'])
+        body = ' FROM %s %s WHERE %s' % (ts['name'], la, ' AND '.join(where))
+        if shape == 'limit':
+            cols = rng.sample(COLS, rng.randint(1, 2))
+            order = ['%s %s' % (e, rng.choice(['ASC', 'DESC', 'DESC NULLS LAST', 'ASC NULLS FIRST']))
+                     for e in self.total_order([{'alias': la, 'table': ts}])]
+            rng.shuffle(order)
+            sql = 'SELECT %s%s ORDER BY %s LIMIT %d' % (
+                ', '.join('%s.%s AS c%d' % (la, c, i + 1) for i, c in enumerate(cols)), body,
+                ', '.join(order), rng.choice([1, 1, 2, 3]))
+            if rng.random() < 0.15:
+                sql += ' OFFSET 1'
+            ncols = len(cols)
+        elif shape == 'agg':
+            sql = 'SELECT count(*) AS c1, max(%s.v) AS c2, min(%s.d) AS c3, sum(%s.n) AS c4%s' % (la, la, la, body)
+            ncols = 4
+        elif shape == 'group':
+            c = rng.choice(['k2', 'v', 'd', 'r'])
+            sql = 'SELECT %s.%s AS c1, count(*) AS c2%s GROUP BY 1' % (la, c, body)
+            if rng.random() < 0.3:
+                sql += ' HAVING count(*) > 1'
+            if rng.random() < 0.5:
+                sql += ' ORDER BY 2 DESC, 1 LIMIT %d' % rng.choice([1, 2])
+            ncols = 2
+        else:
+            cols = rng.sample(['k2', 'v', 'd', 'r'], rng.randint(1, 2))
+            sql = 'SELECT DISTINCT %s%s' % (', '.join('%s.%s AS c%d' % (la, c, i + 1) for i, c in enumerate(cols)),
+                                            body)
+            ncols = len(cols)
+        alias = 'a%d' % (len(q.items) + 1)
+        jt = rng.choice(['LEFT', 'LEFT', 'CROSS', 'INNER'])
+        on = []
+        if jt != 'CROSS' and rng.random() < 0.3:
+            on = ['%s.c1 IS NOT NULL' % alias]
+        q.items.append({'alias': alias, 'table': ts, 'jt': jt, 'on': on, 'anti': False, 'lateral': sql})
+        if q.agg:
+            q.aggs.append('count(%s.c%d)' % (alias, rng.randint(1, ncols)))
+        else:
+            q.select.append('%s.c%d' % (alias, rng.randint(1, ncols)))
 
     # -- window functions ----------------------------------------------------
 
@@ -1662,6 +1741,13 @@ def render(q, prepared=True):
     for n, it in enumerate(q.items[1:]):
         t = '%s %s' % (it['table']['name'], it['alias'])
         jt = it['jt']
+        if it.get('lateral'):
+            if jt == 'CROSS':
+                fr += ' CROSS JOIN LATERAL (%s) %s' % (it['lateral'], it['alias'])
+            else:
+                fr += ' %s JOIN LATERAL (%s) %s ON %s' % (jt, it['lateral'], it['alias'],
+                                                         ' AND '.join(it['on']) if it['on'] else 'true')
+            continue
         if jt == 'COMMA' and n + 2 < len(q.items):
             jt = 'CROSS'    # a JOIN after a comma could not see the tables before it
         if jt == 'CROSS':
@@ -2009,8 +2095,11 @@ def signature(res):
 # --------------------------------------------------------------------------
 
 def drop_alias(q, a):
-    r = re.compile(r'\b%s\b' % a)
-    q.items = [it for it in q.items if it['alias'] != a]
+    # LATERAL subqueries reading a go with it
+    gone = [a] + [it['alias'] for it in q.items
+                  if it.get('lateral') and re.search(r'\b%s\b' % a, it['lateral'])]
+    r = re.compile(r'\b(%s)\b' % '|'.join(gone))
+    q.items = [it for it in q.items if it['alias'] not in gone]
     if not q.items:
         return None
     if q.items[0]['jt'] is not None:
@@ -2144,6 +2233,8 @@ def main():
                     help='share of the queries that select window functions (default 0.15)')
     ap.add_argument('--moved-share', type=float, default=0.12,
                     help='share of the queries of feature moved-joins (default 0.12)')
+    ap.add_argument('--lateral-share', type=float, default=0.15,
+                    help='share of the other queries given a LATERAL subquery (default 0.15)')
     ap.add_argument('--keep', action='store_true', help='leave the tables in place at the end')
     ap.add_argument('--show', action='store_true', help='print the world and the queries, run nothing')
     ap.add_argument('-v', '--verbose', action='store_true')
@@ -2186,6 +2277,7 @@ def main():
         qg.dim_share = args.dimension_share
         qg.win_share = args.window_share
         qg.moved_share = args.moved_share
+        qg.lat_share = args.lateral_share
         queries = [qg.gen() for _ in range(n)]
         if args.show:
             for t in w.tables + w.dims:

@@ -1,0 +1,254 @@
+--
+-- lateral: LATERAL subqueries that PostgreSQL keeps as subqueries (LIMIT,
+-- aggregates, DISTINCT, ORDER BY), reading only sharded tables colocated
+-- with the tables they are joined to and correlated with them on the
+-- partition key, run inside the tasks: one ColocatedJoin instead of a
+-- nested loop with a round trip per outer row.  Every query is compared
+-- with the same query on plain local tables holding the same rows, and
+-- the plan says whether the tasks ran the subquery.
+--
+\set prefix cj_lat
+\i sql/include/three_nodes_begin.sql
+-- The plans asserted here are those of partitions whose size the planner
+-- does not know (colojoin.remote_size_lifetime = 0; suite remote_sizes
+-- covers the sizes read from the nodes).
+SET colojoin.remote_size_lifetime = 0;
+
+\i sql/include/mixed_tables_begin.sql
+
+-- o, li and "Ship Log": hash 6 on the order key, colocated; NULL keys in
+-- all three
+CREATE TABLE cj_lat_s.o (ok int, od date, oc int) PARTITION BY HASH (ok);
+CREATE TABLE cj_lat_s.li (lk int, ls date, lq int) PARTITION BY HASH (lk);
+CREATE TABLE cj_lat_s."Ship Log" ("OrdKey" int, "When" date, "Qty" int) PARTITION BY HASH ("OrdKey");
+SELECT cj_lat.leaf(t, t || r, format('FOR VALUES WITH (MODULUS 6, REMAINDER %s)', r), r % 3 + 1,
+				  CASE t WHEN 'o' THEN 'ok int, od date, oc int'
+						 WHEN 'li' THEN 'lk int, ls date, lq int'
+						 ELSE '"OrdKey" int, "When" date, "Qty" int' END)
+FROM (VALUES ('o'), ('li'), ('Ship Log')) tabs(t), generate_series(0, 5) r;
+-- rng_o and rng_l: range on k; rng_l's [100, 200) is empty and it has no
+-- partition for [200, 300) at all
+CREATE TABLE cj_lat_s.rng_o (k int, v int) PARTITION BY RANGE (k);
+CREATE TABLE cj_lat_s.rng_l (k int, w int) PARTITION BY RANGE (k);
+SELECT cj_lat.leaf('rng_o', 'rng_o' || n, format('FOR VALUES FROM (%s) TO (%s)', (n - 1) * 100, n * 100), n, 'k int, v int')
+FROM generate_series(1, 3) n;
+SELECT cj_lat.leaf('rng_l', 'rng_l' || n, format('FOR VALUES FROM (%s) TO (%s)', (n - 1) * 100, n * 100), n, 'k int, w int')
+FROM generate_series(1, 2) n;
+-- rng_m: range on k like rng_o, its [0, 100) sub-partitioned by hash on w
+-- (two leaves on node 1), no partition for [200, 300)
+CREATE TABLE cj_lat_s.rng_m (k int, w int) PARTITION BY RANGE (k);
+CREATE TABLE cj_lat_s.rng_m1 PARTITION OF cj_lat_s.rng_m FOR VALUES FROM (0) TO (100) PARTITION BY HASH (w);
+SELECT cj_lat.leaf('rng_m1', 'rng_m1_' || r, format('FOR VALUES WITH (MODULUS 2, REMAINDER %s)', r), 1, 'k int, w int')
+FROM generate_series(0, 1) r;
+SELECT cj_lat.leaf('rng_m', 'rng_m2', 'FOR VALUES FROM (100) TO (200)', 2, 'k int, w int');
+-- rates: a reference table (one partition that takes every row, a copy on
+-- every node, added below)
+CREATE TABLE cj_lat_s.rates (rd date, rate int) PARTITION BY HASH (rd);
+SELECT cj_lat.leaf('rates', 'rates0', 'FOR VALUES WITH (MODULUS 1, REMAINDER 0)', 1, 'rd date, rate int');
+
+CREATE TABLE cj_lat_l.o (ok int, od date, oc int);
+CREATE TABLE cj_lat_l.li (lk int, ls date, lq int);
+CREATE TABLE cj_lat_l."Ship Log" ("OrdKey" int, "When" date, "Qty" int);
+CREATE TABLE cj_lat_l.rng_o (k int, v int);
+CREATE TABLE cj_lat_l.rng_l (k int, w int);
+CREATE TABLE cj_lat_l.rng_m (k int, w int);
+CREATE TABLE cj_lat_l.rates (rd date, rate int);
+INSERT INTO cj_lat_l.o SELECT CASE WHEN g % 17 = 0 THEN NULL ELSE g END, date '2024-01-01' + (g * 7) % 90, g % 5 FROM generate_series(1, 80) g;
+INSERT INTO cj_lat_l.li SELECT CASE WHEN g % 29 = 0 THEN NULL ELSE (g * 13) % 70 + 1 END, date '2024-01-01' + (g * 11) % 150, g % 7 FROM generate_series(1, 400) g;
+INSERT INTO cj_lat_l."Ship Log" SELECT CASE WHEN g % 23 = 0 THEN NULL ELSE (g * 7) % 60 + 1 END, date '2024-01-01' + (g * 5) % 120, g % 4 FROM generate_series(1, 200) g;
+INSERT INTO cj_lat_l.rng_o SELECT (g * 5) % 300, g FROM generate_series(1, 120) g;
+INSERT INTO cj_lat_l.rng_l SELECT (g * 7) % 100, g FROM generate_series(1, 150) g;
+INSERT INTO cj_lat_s.o SELECT * FROM cj_lat_l.o;
+INSERT INTO cj_lat_s.li SELECT * FROM cj_lat_l.li;
+INSERT INTO cj_lat_s."Ship Log" SELECT * FROM cj_lat_l."Ship Log";
+INSERT INTO cj_lat_s.rng_o SELECT * FROM cj_lat_l.rng_o;
+INSERT INTO cj_lat_s.rng_l SELECT * FROM cj_lat_l.rng_l;
+INSERT INTO cj_lat_l.rng_m SELECT (g * 3) % 200, g FROM generate_series(1, 150) g;
+INSERT INTO cj_lat_s.rng_m SELECT * FROM cj_lat_l.rng_m;
+INSERT INTO cj_lat_l.rates SELECT date '2023-12-01' + g * 2, (g * 7) % 50 FROM generate_series(1, 80) g;
+INSERT INTO cj_lat_s.rates SELECT * FROM cj_lat_l.rates;
+SELECT colojoin.add_replica('cj_lat_s.rates0', :'srv2'), colojoin.add_replica('cj_lat_s.rates0', :'srv3');
+ANALYZE cj_lat_l.o, cj_lat_l.li, cj_lat_l."Ship Log", cj_lat_l.rng_o, cj_lat_l.rng_l, cj_lat_l.rng_m;
+
+-- check(query): same rows from the sharded tables and the twins, how
+-- many, and whether one ColocatedJoin ran the LATERAL subquery (no nested
+-- loop, subquery scan or postgres_fdw scan left)
+CREATE FUNCTION cj_lat.check(query text, OUT same boolean, OUT nrows int,
+							 OUT in_tasks boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	plan text := '';
+	line text;
+	s text[];
+BEGIN
+	PERFORM set_config('search_path', 'cj_lat_s, public', true);
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		plan := plan || line || E'\n';
+	END LOOP;
+	s := rows_of(query, 'cj_lat_s');
+	same := s = rows_of(query, 'cj_lat_l');
+	nrows := cardinality(s);
+	in_tasks := plan LIKE '%with LATERAL%' AND
+		plan !~ '(Nested Loop|Subquery Scan|Foreign Scan)' AND
+		(length(plan) - length(replace(plan, 'ColocatedJoin', ''))) / length('ColocatedJoin') = 1;
+	PERFORM set_config('search_path', 'public', true);
+END
+$$;
+
+-- explain_lines(query): its EXPLAIN (COSTS OFF), line by line
+CREATE FUNCTION cj_lat.explain_lines(query text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		RETURN NEXT line;
+	END LOOP;
+END
+$$;
+
+SELECT q, (cj_lat.check(q)).* FROM (VALUES
+	-- the closest earlier line item, inner and left, LIMIT 1 and 3, DESC and ASC
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li l WHERE l.lk = o.ok AND l.ls <= o.od + 10 ORDER BY ls DESC LIMIT 1) x'),
+	('SELECT o.ok, o.od, x.ls FROM o LEFT JOIN LATERAL (SELECT ls FROM li l WHERE l.lk = o.ok AND l.ls <= o.od + 10 ORDER BY ls DESC LIMIT 1) x ON true'),
+	('SELECT o.ok, x.ls, x.lq FROM o CROSS JOIN LATERAL (SELECT ls, lq FROM li WHERE li.lk = o.ok ORDER BY ls, lq LIMIT 3) x'),
+	('SELECT o.ok, x.ls, x.lq FROM o LEFT JOIN LATERAL (SELECT ls, lq FROM li WHERE li.lk = o.ok ORDER BY ls DESC NULLS LAST, lq DESC LIMIT 3) x ON true'),
+	('SELECT o.ok, x.ls FROM o JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls LIMIT 2 OFFSET 1) x ON x.ls > o.od'),
+	('SELECT o.ok, x.ls FROM o LEFT JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls LIMIT 2) x ON x.ls > o.od AND o.oc < 3'),
+	('SELECT o.ok, x.lq FROM o CROSS JOIN LATERAL (SELECT lq FROM li WHERE li.lk = o.ok ORDER BY lq FETCH FIRST 1 ROWS WITH TIES) x'),
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE o.ok = li.lk ORDER BY lq * 2 + 1, ls LIMIT 1) x'),
+	-- the order key appears in its select list, computed expressions too
+	('SELECT o.ok, x.* FROM o CROSS JOIN LATERAL (SELECT lk, ls - o.od AS days, lq + o.oc AS s FROM li WHERE lk = o.ok ORDER BY ls DESC, lq LIMIT 1) x'),
+	-- aggregates, with and without GROUP BY; count of nothing is 0
+	('SELECT o.ok, x.n, x.total, x.first FROM o CROSS JOIN LATERAL (SELECT count(*) AS n, sum(lq) AS total, min(ls) AS first FROM li WHERE li.lk = o.ok AND li.ls > o.od) x'),
+	('SELECT o.ok, x.n FROM o LEFT JOIN LATERAL (SELECT count(*) AS n, max(ls) AS last FROM li WHERE li.lk = o.ok) x ON true'),
+	('SELECT o.ok, x.lq, x.n FROM o CROSS JOIN LATERAL (SELECT lq, count(*) AS n FROM li WHERE li.lk = o.ok GROUP BY lq HAVING count(*) > 1) x'),
+	('SELECT o.ok, x.lq, x.n FROM o LEFT JOIN LATERAL (SELECT lq, count(DISTINCT ls) AS n FROM li WHERE li.lk = o.ok GROUP BY lq ORDER BY 2 DESC, 1 LIMIT 1) x ON true'),
+	-- DISTINCT
+	('SELECT o.ok, x.lq FROM o CROSS JOIN LATERAL (SELECT DISTINCT lq FROM li WHERE li.lk = o.ok AND li.lq <> o.oc) x'),
+	('SELECT o.ok, x.lq FROM o LEFT JOIN LATERAL (SELECT DISTINCT lq FROM li WHERE li.lk = o.ok ORDER BY lq DESC LIMIT 2) x ON true'),
+	-- pruned classes: a condition on the key
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls DESC LIMIT 1) x WHERE o.ok IN (3, 5, 40)'),
+	('SELECT o.ok, x.n FROM o LEFT JOIN LATERAL (SELECT count(*) AS n FROM li WHERE li.lk = o.ok) x ON true WHERE o.ok = 12'),
+	-- a condition on its rows, with LIMIT (PostgreSQL keeps it on the subquery''s output)
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls, lq FROM li WHERE li.lk = o.ok ORDER BY ls DESC, lq LIMIT 3) x WHERE x.lq > 2'),
+	-- joined to another colocated table, correlated through it
+	('SELECT o.ok, s."When", x.ls FROM o JOIN "Ship Log" s ON s."OrdKey" = o.ok CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = s."OrdKey" AND li.ls < s."When" ORDER BY ls DESC LIMIT 1) x'),
+	('SELECT o.ok, x.ls FROM o LEFT JOIN li ON li.lk = o.ok AND li.lq = 1 LEFT JOIN LATERAL (SELECT "When" AS ls FROM "Ship Log" s WHERE s."OrdKey" = li.lk ORDER BY 1 LIMIT 1) x ON true'),
+	-- two tables in the subquery, one correlated through the other
+	('SELECT o.ok, x.ls, x.w FROM o CROSS JOIN LATERAL (SELECT li.ls, s."When" AS w FROM li, "Ship Log" s WHERE s."OrdKey" = li.lk AND li.lk = o.ok ORDER BY li.ls DESC, s."When" DESC LIMIT 1) x'),
+	-- the quoted, mixed-case table inside the subquery, and its columns outside
+	('SELECT o.ok, x."Last", x."Qty" FROM o LEFT JOIN LATERAL (SELECT "When" AS "Last", "Qty" FROM "Ship Log" WHERE "Ship Log"."OrdKey" = o.ok ORDER BY "When" DESC, "Qty" LIMIT 1) x ON true'),
+	-- two LATERAL subqueries on one table: the ASOF idiom, earlier and later match
+	('SELECT o.ok, o.od, e.ls AS earlier, l.ls AS later FROM o LEFT JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok AND li.ls <= o.od ORDER BY ls DESC LIMIT 1) e ON true LEFT JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok AND li.ls >= o.od ORDER BY ls LIMIT 1) l ON true'),
+	-- a LATERAL subquery reading the one before it
+	('SELECT o.ok, x1.ls, x2.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls LIMIT 1) x1 LEFT JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok AND li.ls > x1.ls ORDER BY ls LIMIT 1) x2 ON true'),
+	-- joined further, its columns in the next join''s condition; inside an outer join''s nullable side
+	('SELECT o.ok, x.ls, s."When" FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls LIMIT 1) x JOIN "Ship Log" s ON s."OrdKey" = o.ok AND s."When" > x.ls'),
+	('SELECT s."OrdKey", s."When", x.ls FROM "Ship Log" s LEFT JOIN (o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls LIMIT 1) x) ON s."OrdKey" = o.ok AND x.ls > s."When"'),
+	-- empty partitions and a class with no partition of the subquery''s table
+	('SELECT r.k, x.w FROM rng_o r CROSS JOIN LATERAL (SELECT w FROM rng_l l WHERE l.k = r.k ORDER BY w DESC LIMIT 1) x'),
+	('SELECT r.k, r.v, x.n, x.top FROM rng_o r LEFT JOIN LATERAL (SELECT count(*) AS n, max(w) AS top FROM rng_l l WHERE l.k = r.k AND l.w < r.v) x ON true'),
+	-- a sub-partitioned partition: its leaves together
+	('SELECT r.k, x.w, x.n FROM rng_o r LEFT JOIN LATERAL (SELECT max(w) AS w, count(*) AS n FROM rng_m m WHERE m.k = r.k) x ON true'),
+	('SELECT r.k, x.w FROM rng_o r CROSS JOIN LATERAL (SELECT m.w FROM rng_m m, rng_l l WHERE m.k = r.k AND l.k = m.k AND l.w < m.w ORDER BY m.w DESC LIMIT 2) x'),
+	-- a reference table, read whole from the task's node: alone (ASOF on
+	-- its own column) and with a correlated sharded table
+	('SELECT o.ok, o.od, x.rate FROM o LEFT JOIN LATERAL (SELECT rate FROM rates WHERE rates.rd <= o.od ORDER BY rd DESC LIMIT 1) x ON true'),
+	('SELECT o.ok, x.ls, x.rate FROM o CROSS JOIN LATERAL (SELECT li.ls, r.rate FROM li, rates r WHERE li.lk = o.ok AND r.rd <= li.ls ORDER BY li.ls DESC, r.rd DESC LIMIT 1) x'),
+	-- keys of different integer types (a bigint, b int)
+	('SELECT a.k, a.v, x.w FROM a LEFT JOIN LATERAL (SELECT w FROM b WHERE b.k = a.k ORDER BY w LIMIT 1) x ON true'),
+	-- aggregated and ordered above the join: still the same tasks
+	('SELECT count(*), sum(x.lq) FROM o CROSS JOIN LATERAL (SELECT lq FROM li WHERE li.lk = o.ok ORDER BY ls DESC, lq LIMIT 2) x'),
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls DESC LIMIT 1) x ORDER BY x.ls, o.ok LIMIT 5')
+) qs(q);
+
+-- not correlated on the key, or reading what the tasks cannot: PostgreSQL's
+-- plan, still right
+SELECT q, (cj_lat.check(q)).* FROM (VALUES
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lq = o.oc ORDER BY ls DESC, lk LIMIT 1) x'),
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.oc ORDER BY ls DESC LIMIT 1) x'),
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok OR li.lq = 1 ORDER BY ls DESC, lk LIMIT 1) x'),
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok AND random() >= 0 ORDER BY ls DESC LIMIT 1) x'),
+	('SELECT o.ok, x.w FROM o CROSS JOIN LATERAL (SELECT w FROM b WHERE b.k = o.ok ORDER BY w LIMIT 1) x'),
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls DESC LIMIT (SELECT 1)) x'),
+	('SELECT o.ok, x.n FROM o CROSS JOIN LATERAL (SELECT count(*) AS n FROM li WHERE li.lk = o.ok) x WHERE x.n > 3')
+) qs(q);
+
+-- one ColocatedJoin does all of it: the plan and a task's SQL
+SET search_path = cj_lat_s, public;
+EXPLAIN (COSTS OFF)
+SELECT o.ok, x.ls FROM o
+CROSS JOIN LATERAL (SELECT ls FROM li l WHERE l.lk = o.ok AND l.ls <= o.od + 100
+					ORDER BY ls DESC LIMIT 1) x;
+EXPLAIN (COSTS OFF)
+SELECT o.ok, x.n, x.last FROM o
+LEFT JOIN LATERAL (SELECT count(*) AS n, max(ls) AS last FROM li
+				   WHERE li.lk = o.ok AND li.ls > o.od) x ON true
+WHERE o.ok = 12;
+-- a reference table in the subquery: its copy on the task's node
+EXPLAIN (COSTS OFF)
+SELECT o.ok, x.ls, x.rate FROM o
+CROSS JOIN LATERAL (SELECT li.ls, r.rate FROM li, rates r
+					WHERE li.lk = o.ok AND r.rd <= li.ls
+					ORDER BY li.ls DESC, r.rd DESC LIMIT 1) x;
+-- the declined case: PostgreSQL's nested loop, and the decision log's reason
+SET colojoin.log_decisions = on;
+EXPLAIN (COSTS OFF)
+SELECT o.ok, x.ls FROM o
+CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lq = o.oc ORDER BY ls DESC LIMIT 1) x;
+RESET colojoin.log_decisions;
+-- declined, the subquery runs once per row with that row's values as
+-- parameters, written as the nodes read them whatever this session's
+-- DateStyle
+SET DateStyle = 'German';
+SELECT q, (cj_lat.check(q)).* FROM (VALUES
+	('SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.ls = o.od ORDER BY ls LIMIT 1) x'),
+	('SELECT o.ok, x.n FROM o CROSS JOIN LATERAL (SELECT count(*) AS n FROM li WHERE li.ls > o.od AND li.lq = o.oc) x')
+) qs(q);
+RESET DateStyle;
+
+-- as the inner side of a nested loop: rescanned with each outer row's key
+-- as a parameter, which prunes the tasks to that row's class
+SELECT rows_of(q, 'cj_lat_s') = rows_of(q, 'cj_lat_l') AS same,
+	   cardinality(rows_of(q, 'cj_lat_s')) AS nrows,
+	   (SELECT count(*) FROM cj_lat.explain_lines(q) l WHERE l ~ 'with LATERAL') AS colocated_lines
+FROM (VALUES ('SELECT t.ok, y.ls FROM cj_lat_l.o t CROSS JOIN LATERAL (SELECT x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls DESC LIMIT 1) x WHERE o.ok = t.ok OFFSET 0) y WHERE t.ok < 30')) v(q);
+
+-- parameters inside the subquery, custom and generic plans
+PREPARE lat(int, int) AS
+	SELECT o.ok, x.ls FROM o LEFT JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok AND li.lq > $1 ORDER BY ls DESC LIMIT $2) x ON true;
+CREATE FUNCTION cj_lat.run(stmt text) RETURNS text[] LANGUAGE plpgsql AS $$
+DECLARE
+	rec record;
+	result text[] := '{}';
+BEGIN
+	FOR rec IN EXECUTE stmt LOOP
+		result := result || rec::text;
+	END LOOP;
+	RETURN ARRAY(SELECT r FROM unnest(result) r ORDER BY r COLLATE "C");
+END
+$$;
+SELECT mode, cj_lat.run('EXECUTE lat(2, 2)') =
+			 rows_of('SELECT o.ok, x.ls FROM o LEFT JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok AND li.lq > 2 ORDER BY ls DESC LIMIT 2) x ON true', 'cj_lat_l') AS same
+FROM (VALUES ('force_custom_plan'), ('force_generic_plan')) m(mode),
+	 LATERAL set_config('plan_cache_mode', m.mode, false);
+SET plan_cache_mode = force_generic_plan;
+SELECT count(*) AS colocated_lines FROM cj_lat.explain_lines('EXECUTE lat(2, 2)') l WHERE l ~ 'with LATERAL';
+RESET plan_cache_mode;
+DEALLOCATE ALL;
+
+-- the subquery's tables are permission-checked like any other
+CREATE ROLE cj_lat_reader;
+GRANT USAGE ON SCHEMA cj_lat_s TO cj_lat_reader;
+GRANT SELECT ON cj_lat_s.o TO cj_lat_reader;
+SET ROLE cj_lat_reader;
+SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls DESC LIMIT 1) x;
+RESET ROLE;
+RESET search_path;
+
+-- clean up
+DROP OWNED BY cj_lat_reader;
+DROP ROLE cj_lat_reader;
+\i sql/include/mixed_tables_end.sql
+\i sql/include/three_nodes_end.sql
