@@ -25,6 +25,7 @@ OBJS = \
 	src/planner.o \
 	src/key_match.o \
 	src/repartition_key.o \
+	src/dual_repartition.o \
 	src/plan_create.o \
 	src/remote_sql.o \
 	src/executor.o \

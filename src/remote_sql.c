@@ -503,14 +503,16 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 		 * hash_combine64 adds to an initial 0, modulo 2^64, then the modulus.
 		 */
 		appendStringInfo(&sel,
-						 " ((((pg_catalog.%s((%s)::%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
+						 " %s((((pg_catalog.%s((%s)::%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
 						 " + 18446744073709551616::pg_catalog.numeric + 5305509591434766563::pg_catalog.numeric)"
-						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4"
+						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4%s"
 						 " AS colojoin_class",
+						 br->move_keep_nulls ? "COALESCE(" : "",
 						 cj_quote_ident(get_func_name(br->move_hashfn)),
 						 quals_text(list_make1(br->move_key), sc),
 						 cj_type_name(hash_arg_type(br->move_hashfn), -1),
-						 br->move_modulus);
+						 br->move_modulus,
+						 br->move_keep_nulls ? ", 0)" : "");
 	}
 	appendStringInfoString(&sel, " FROM (");
 	foreach(lc, leaves)
@@ -520,14 +522,19 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 		append_leaf_select(&sel, br, lfirst(lc), placement_on(lfirst(lc), serverid));
 	}
 	appendStringInfo(&sel, ") r%u", br->rtindex);
-	if (br->remote_quals || br->move == CJ_MOVE_REPARTITION)
+	if (br->remote_quals ||
+		(br->move == CJ_MOVE_REPARTITION && !br->move_keep_nulls))
 	{
 		List	   *conds = NIL;
 
 		if (br->remote_quals)
 			conds = lappend(conds, quals_text(br->remote_quals, sc));
-		/* a NULL key equals nothing, and the moved side is never preserved */
-		if (br->move == CJ_MOVE_REPARTITION)
+
+		/*
+		 * A NULL key equals nothing: only the rows of a side the join keeps
+		 * (dual repartition) travel without one, to class 0.
+		 */
+		if (br->move == CJ_MOVE_REPARTITION && !br->move_keep_nulls)
 			conds = lappend(conds,
 							psprintf("((%s) IS NOT NULL)",
 									 quals_text(list_make1(br->move_key), sc)));
