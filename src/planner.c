@@ -1984,6 +1984,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	if (force == NULL &&
 		(force_dual ||
 		 (move_hint == NULL && enabled && colojoin_enable_redistribution &&
+		  colojoin_enable_dual_repartition &&
 		  (group == NULL || group->move_text != NULL))))
 	{
 		List	   *dual_reasons = NIL;
@@ -2091,6 +2092,8 @@ check_forcing_hints(CjHintSet *hints)
 				 errdetail("The relations it names are not joined to each other on their own in this query."),
 				 h->kind == CJ_HINT_COLOCATED_JOIN ?
 				 errhint("A colocated join needs sharded tables partitioned alike, joined on all their partition keys, with each partition class on one node; remove the hint to let the planner choose.") :
+				 h->kind == CJ_HINT_REDISTRIBUTE && list_length(h->names) == 2 ?
+				 errhint("Repartitioning both sides needs two sharded tables joined on their own by an equality of values of a built-in type that every node hashes alike.") :
 				 errhint("A moved side must be a sharded table that the join does not preserve (not the outer side of a LEFT JOIN, no FULL JOIN); repartitioning needs it joined on the other side's hash partition key.")));
 	}
 }
