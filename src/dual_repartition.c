@@ -75,20 +75,29 @@ hash_family_of(Oid opno)
  * key_hash_function
  *		The 64-bit hash support function of family for values of typid, when
  *		every node computes the same hash of the same value: a built-in
- *		function of a built-in scalar type.  An enum hashes its OID, which
- *		differs between nodes; arrays and records hash their elements with
- *		functions of their own, so they are left out too.
+ *		function of a built-in scalar type, declared on that type or one it
+ *		casts to unchanged (date's is declared on int4, which date does not
+ *		cast to).  An enum hashes its OID, which differs between nodes;
+ *		arrays and records hash their elements with functions of their own,
+ *		so they are left out too.
  */
 static Oid
 key_hash_function(Oid family, Oid typid)
 {
 	Oid			fn;
+	Oid		   *argtypes;
+	int			nargs;
 
 	if (typid >= FirstGenbkiObjectId || get_typtype(typid) != TYPTYPE_BASE ||
 		OidIsValid(get_element_type(typid)))
 		return InvalidOid;
 	fn = get_opfamily_proc(family, typid, typid, HASHEXTENDED_PROC);
 	if (!OidIsValid(fn) || fn >= FirstGenbkiObjectId || get_func_nargs(fn) != 2)
+		return InvalidOid;
+
+	/* the node calls it on the value cast to its argument type */
+	(void) get_func_signature(fn, &argtypes, &nargs);
+	if (argtypes[0] != typid && !IsBinaryCoercible(typid, argtypes[0]))
 		return InvalidOid;
 	return fn;
 }
