@@ -493,7 +493,25 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 
 	initStringInfo(&sel);
 	appendStringInfo(&sel, "SELECT %s", moved_columns(br, alias));
-	if (br->move == CJ_MOVE_REPARTITION)
+	if (br->move == CJ_MOVE_REPARTITION && sc->g->space->ntables == 0)
+	{
+		/*
+		 * A class of a space of hash classes alone (dual repartition) needs
+		 * no partitioning's arithmetic, only the same on every node: int8's
+		 * modulo, made non-negative, is cheaper than numeric's.
+		 */
+		appendStringInfo(&sel,
+						 "%s %s((pg_catalog.%s((%s)::%s, 0::pg_catalog.int8) %% %d::pg_catalog.int8"
+						 " + %d::pg_catalog.int8) %% %d::pg_catalog.int8)::pg_catalog.int4%s AS colojoin_class",
+						 br->move_attnos != NIL ? "," : "",
+						 br->move_keep_nulls ? "COALESCE(" : "",
+						 cj_quote_ident(get_func_name(br->move_hashfn)),
+						 quals_text(list_make1(br->move_key), sc),
+						 cj_type_name(hash_arg_type(br->move_hashfn), -1),
+						 br->move_modulus, br->move_modulus, br->move_modulus,
+						 br->move_keep_nulls ? ", 0)" : "");
+	}
+	else if (br->move == CJ_MOVE_REPARTITION)
 	{
 		if (br->move_attnos != NIL)
 			appendStringInfoString(&sel, ",");
@@ -503,16 +521,14 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 		 * hash_combine64 adds to an initial 0, modulo 2^64, then the modulus.
 		 */
 		appendStringInfo(&sel,
-						 " %s((((pg_catalog.%s((%s)::%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
+						 " ((((pg_catalog.%s((%s)::%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
 						 " + 18446744073709551616::pg_catalog.numeric + 5305509591434766563::pg_catalog.numeric)"
-						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4%s"
+						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4"
 						 " AS colojoin_class",
-						 br->move_keep_nulls ? "COALESCE(" : "",
 						 cj_quote_ident(get_func_name(br->move_hashfn)),
 						 quals_text(list_make1(br->move_key), sc),
 						 cj_type_name(hash_arg_type(br->move_hashfn), -1),
-						 br->move_modulus,
-						 br->move_keep_nulls ? ", 0)" : "");
+						 br->move_modulus);
 	}
 	appendStringInfoString(&sel, " FROM (");
 	foreach(lc, leaves)
