@@ -99,14 +99,25 @@ BEGIN
 END
 $$;
 
+-- explain(query): EXPLAIN (COSTS OFF), the temporary tables' numbers (a
+-- counter of the session) masked
+CREATE FUNCTION cj_dual_l.explain(query text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		RETURN NEXT regexp_replace(line, 'colojoin_move_(d?)[0-9]+_', 'colojoin_move_\1N_', 'g');
+	END LOOP;
+END
+$$;
+
 --
 -- The self-join of orders on o_custkey: broadcasting a side moves 600 rows
 -- to each of 3 nodes (1800), dual repartition moves both sides once (1200).
 --
-EXPLAIN (COSTS OFF)
-SELECT count(*) FROM orders a JOIN orders b ON a.o_custkey = b.o_custkey;
-EXPLAIN (COSTS OFF)
-SELECT a.o_orderkey, b.o_orderkey FROM orders a FULL JOIN orders b ON a.o_custkey = b.o_custkey;
+SELECT cj_dual_l.explain('SELECT count(*) FROM orders a JOIN orders b ON a.o_custkey = b.o_custkey');
+SELECT cj_dual_l.explain('SELECT a.o_orderkey, b.o_orderkey FROM orders a FULL JOIN orders b ON a.o_custkey = b.o_custkey');
 
 \pset format unaligned
 \pset fieldsep ' | '
@@ -154,6 +165,8 @@ SELECT q, (cj_dual_l.check(q)).* FROM (VALUES
 	('SELECT o_orderkey, l_id FROM orders JOIN lines ON o_custkey = l_custkey'),
 	-- joined on their keys: colocated, nothing moves
 	('SELECT a.o_orderkey, b.o_custkey FROM orders a JOIN orders b ON a.o_orderkey = b.o_orderkey'),
+	-- rescanned with a parameter in the join condition: the moved rows are read again
+	('SELECT g, (SELECT count(*) FROM orders a JOIN orders b ON a.o_custkey = b.o_custkey AND a.o_total > b.o_total + g) FROM generate_series(0, 300, 100) g'),
 	-- a third table joins above the moved pair, on the coordinator
 	('SELECT a.o_orderkey, b.o_orderkey, t_id FROM orders a JOIN orders b ON a.o_custkey = b.o_custkey JOIN tiny ON t_cust = b.o_orderkey')
 ) qs(q);
@@ -179,10 +192,8 @@ SELECT q, (cj_dual_l.check(q)).* FROM (VALUES
 RESET colojoin.enable_dual_repartition;
 \pset format aligned
 \pset fieldsep '|'
-EXPLAIN (COSTS OFF)
-/*+ Redistribute(orders lines) */ SELECT o_orderkey, l_id FROM orders JOIN lines ON o_custkey = l_custkey;
-EXPLAIN (COSTS OFF)
-SELECT o_orderkey, l_id FROM orders JOIN lines ON o_custkey = l_custkey;
+SELECT cj_dual_l.explain('/*+ Redistribute(orders lines) */ SELECT o_orderkey, l_id FROM orders JOIN lines ON o_custkey = l_custkey');
+SELECT cj_dual_l.explain('SELECT o_orderkey, l_id FROM orders JOIN lines ON o_custkey = l_custkey');
 -- a hint that cannot be honoured is an error
 /*+ Redistribute(a b) */ SELECT count(*) FROM orders a JOIN orders b ON a.o_custkey < b.o_custkey;
 

@@ -213,19 +213,35 @@ moved_columns_of(CjBaseRel *br, RelOptInfo *joinrel, List *joinquals,
 	return true;
 }
 
-/* the nodes holding the live leaves of br (their primaries: where COPY reads) */
-static List *
-source_nodes(CjBaseRel *br, List *nodes)
+/*
+ * source_nodes
+ *		nodes with the nodes holding the live leaves of br added (their
+ *		primaries: where COPY reads them); false when a live leaf has no
+ *		placement left to read.
+ */
+static bool
+source_nodes(CjBaseRel *br, List **nodes, List **reasons)
 {
 	int			c,
 				l;
 
 	for (c = 0; c < br->table->nclasses; c++)
 		for (l = 0; l < br->table->classes[c].nleaves; l++)
-			if (br->leaf_live[c][l])
-				nodes = list_append_unique_oid(nodes,
-											   br->table->classes[c].leaves[l].placements[0].serverid);
-	return nodes;
+		{
+			CjLeaf	   *leaf = &br->table->classes[c].leaves[l];
+
+			if (!br->leaf_live[c][l])
+				continue;
+			if (leaf->nplacements == 0)
+			{
+				*reasons = lappend(*reasons,
+								   psprintf("partition %s of %s has no placement to read",
+											get_rel_name(leaf->relid), br->alias));
+				return false;
+			}
+			*nodes = list_append_unique_oid(*nodes, leaf->placements[0].serverid);
+		}
+	return true;
 }
 
 /* "a.o_custkey", the hashed value as the query names it */
@@ -324,7 +340,9 @@ cj_try_dual_repartition(PlannerInfo *root, RelOptInfo *joinrel,
 	b->move_keep_nulls = (jointype == JOIN_FULL);
 
 	/* one class per node that holds rows of either side */
-	nodes = source_nodes(b, source_nodes(a, NIL));
+	nodes = NIL;
+	if (!source_nodes(a, &nodes, reasons) || !source_nodes(b, &nodes, reasons))
+		return NULL;
 	if (nodes == NIL)
 	{
 		*reasons = lappend(*reasons,
