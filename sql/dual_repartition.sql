@@ -159,6 +159,9 @@ SELECT q, (cj_dual_l.check(q)).* FROM (VALUES
 	-- a small side is broadcast instead (5 rows to 3 nodes)
 	('SELECT o_orderkey, t_id FROM orders JOIN tiny ON o_custkey = t_cust'),
 	('SELECT o_orderkey, t_id FROM orders LEFT JOIN tiny ON o_custkey = t_cust'),
+	-- pruned to the partitions of three orders: only those move, in a full join too
+	('SELECT a.o_orderkey, b.o_orderkey FROM (SELECT * FROM orders WHERE o_orderkey IN (1, 2, 3)) a FULL JOIN orders b ON a.o_custkey = b.o_custkey'),
+	('SELECT a.o_orderkey, b.o_orderkey FROM (SELECT * FROM orders WHERE o_orderkey = 4) a FULL JOIN (SELECT * FROM orders WHERE o_orderkey IN (4, 101, 198)) b ON a.o_custkey = b.o_custkey'),
 	-- pruned to a few orders: broadcasting them is cheaper
 	('SELECT a.o_orderkey, b.o_orderkey FROM orders a JOIN orders b ON a.o_custkey = b.o_custkey WHERE a.o_orderkey IN (1, 2, 3)'),
 	-- lines (900 rows) with orders (600): orders to lines'' 2 nodes moves 1200, both once 1500

@@ -406,9 +406,9 @@ cj_try_dual_repartition(PlannerInfo *root, RelOptInfo *joinrel,
 		return NULL;
 
 	g->keys_text = psprintf("%s = %s", key_text(a), key_text(b));
-	g->move_text = psprintf("dual repartition of %s (~%.0f rows) and %s (~%.0f rows) into %d hash classes",
-							quote_identifier(a->alias), arows,
-							quote_identifier(b->alias), brows,
-							space->nclasses);
+	g->move_text = psprintf("dual repartition of %s (~%.0f row%s) and %s (~%.0f row%s) into %d hash class%s",
+							quote_identifier(a->alias), arows, arows == 1 ? "" : "s",
+							quote_identifier(b->alias), brows, brows == 1 ? "" : "s",
+							space->nclasses, space->nclasses == 1 ? "" : "es");
 	return g;
 }
