@@ -28,6 +28,7 @@ OBJS = \
 	src/key_match.o \
 	src/repartition_key.o \
 	src/move_choice.o \
+	src/dual_repartition.o \
 	src/plan_create.o \
 	src/remote_sql.o \
 	src/executor.o \

@@ -210,7 +210,8 @@ SELECT q, (cj_decl.check(q)).*, cj_decl.strategy(q) FROM (VALUES
 	('SELECT * FROM ex_a LEFT JOIN ex_c ON ex_a.k = ex_c.k'),
 	('SELECT count(*) FROM ex_c JOIN ex_a ON ex_a.k = ex_c.v'),
 	('SELECT * FROM ex_a JOIN rx_a ON ex_a.k = rx_a.a'),
-	-- numeric equality is not identity: nothing to route by
+	-- numeric equality is not identity: nothing to route one side by (both
+	-- sides are repartitioned by their hash instead)
 	('SELECT count(*) FROM exn_a JOIN exn_b ON exn_a.k = exn_b.v')
 ) qs(q);
 RESET colojoin.enable_broadcast;

@@ -35,6 +35,7 @@ bool		colojoin_enable = true;
 bool		colojoin_enable_writes = true;
 bool		colojoin_enable_colocated_join = true;
 bool		colojoin_enable_redistribution = true;
+bool		colojoin_enable_dual_repartition = true;
 bool		colojoin_enable_broadcast = true;
 int			colojoin_broadcast_threshold = 1000000;
 int			colojoin_max_connections_per_node = 4;
@@ -126,6 +127,13 @@ define_settings(void)
 							 "Enables joins that repartition one side onto the nodes of the other.",
 							 NULL,
 							 &colojoin_enable_redistribution,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_dual_repartition",
+							 "Enables joins that repartition both sides by the join column onto their nodes.",
+							 "Needs colojoin.enable_redistribution too.",
+							 &colojoin_enable_dual_repartition,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

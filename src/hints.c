@@ -34,7 +34,7 @@ static const CjHintName hint_names[] = {
 	{"colocatedjoin", CJ_HINT_COLOCATED_JOIN, 2, -1},
 	{"nocolocatedjoin", CJ_HINT_NO_COLOCATED_JOIN, 2, -1},
 	{"redistributejoin", CJ_HINT_REDISTRIBUTE_JOIN, 2, 2},
-	{"redistribute", CJ_HINT_REDISTRIBUTE, 1, 1},
+	{"redistribute", CJ_HINT_REDISTRIBUTE, 1, 2},
 	{"broadcastjoin", CJ_HINT_BROADCAST_JOIN, 1, 1},
 	{"localjoin", CJ_HINT_LOCAL_JOIN, 2, -1},
 	{"joinoptions", CJ_HINT_JOIN_OPTIONS, 0, 0},

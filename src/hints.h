@@ -18,7 +18,7 @@ typedef enum CjHintKind
 	CJ_HINT_COLOCATED_JOIN,		/* ColocatedJoin(a b ...) */
 	CJ_HINT_NO_COLOCATED_JOIN,	/* NoColocatedJoin(a b ...) */
 	CJ_HINT_REDISTRIBUTE_JOIN,	/* RedistributeJoin(a b) */
-	CJ_HINT_REDISTRIBUTE,		/* Redistribute(b) */
+	CJ_HINT_REDISTRIBUTE,		/* Redistribute(b), Redistribute(a b) */
 	CJ_HINT_BROADCAST_JOIN,		/* BroadcastJoin(b) */
 	CJ_HINT_LOCAL_JOIN,			/* LocalJoin(a b) */
 	CJ_HINT_JOIN_OPTIONS		/* joinOptions(key='value', ...) */

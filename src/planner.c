@@ -384,6 +384,9 @@ cj_class_remainder(CjJoinGroup *g, int c)
 {
 	ListCell   *lc;
 
+	/* a space of hash classes alone (dual repartition): c is its remainder */
+	if (g->space->ntables == 0)
+		return c;
 	foreach(lc, g->rels)
 	{
 		CjBaseRel  *br = lfirst(lc);
@@ -957,20 +960,24 @@ cj_finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
 		trust->used = true;
 		g->hints_used = lappend(g->hints_used, trust);
 	}
-	g->space = cj_build_class_space(tables, reasons);
+	/* a group that moves every table (dual repartition) has its tasks */
 	if (g->space == NULL)
-		return false;
-	if (reftables != NIL)
 	{
-		CjTable   **ra = palloc(sizeof(CjTable *) * list_length(reftables));
-		int			k = 0;
+		g->space = cj_build_class_space(tables, reasons);
+		if (g->space == NULL)
+			return false;
+		if (reftables != NIL)
+		{
+			CjTable   **ra = palloc(sizeof(CjTable *) * list_length(reftables));
+			int			k = 0;
 
-		foreach(lc, reftables)
-			ra[k++] = (CjTable *) lfirst(lc);
-		g->space = cj_space_add_references(g->space, k, ra);
+			foreach(lc, reftables)
+				ra[k++] = (CjTable *) lfirst(lc);
+			g->space = cj_space_add_references(g->space, k, ra);
+		}
+		if (!assign_tasks(g, reasons))
+			return false;
 	}
-	if (!assign_tasks(g, reasons))
-		return false;
 
 	/* every base relation's user must be the same to share connections */
 	foreach(lc, g->rels)
@@ -1725,6 +1732,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	RelOptInfo *must_move = NULL;
 	int			forced_move = CJ_MOVE_NONE;
 	bool		lateral;
+	bool		force_dual = false;
 
 	if (prev_join_pathlist_hook)
 		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel,
@@ -1780,6 +1788,19 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		if (move_hint && move_hint->kind != CJ_HINT_REDISTRIBUTE_JOIN)
 			forced_move = move_hint->kind == CJ_HINT_BROADCAST_JOIN ?
 				CJ_MOVE_BROADCAST : CJ_MOVE_REPARTITION;
+
+		/* Redistribute(a b) naming both sides of this join: both move */
+		{
+			CjHint	   *h = find_hint(root, joinrel->relids, true,
+									  CJ_HINT_REDISTRIBUTE, CJ_HINT_REDISTRIBUTE);
+
+			if (h)
+			{
+				move_hint = h;
+				must_move = NULL;
+				force_dual = true;
+			}
+		}
 	}
 	if (!enabled && force == NULL && move_hint == NULL &&
 		colocated_hint_over(root, joinrel->relids) == NULL)
@@ -1845,7 +1866,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 								   extra, &reasons);
 	else
 		group = NULL;
-	if (group == NULL && force == NULL && !lateral &&
+	if (group == NULL && force == NULL && !lateral && !force_dual &&
 		(move_hint != NULL ||
 		 (enabled && (colojoin_enable_redistribution || colojoin_enable_broadcast))))
 	{
@@ -1868,6 +1889,40 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		}
 		else
 			reasons = list_concat(colocated_reasons, reasons);
+	}
+
+	/*
+	 * Both sides repartitioned (dual_repartition.c): when asked for, when
+	 * nothing else runs the join on the nodes, or instead of a move that
+	 * carries more rows (a broadcast).  Why it could not is only worth
+	 * saying when it was asked for.
+	 */
+	if (force == NULL &&
+		(force_dual ||
+		 (move_hint == NULL && enabled && colojoin_enable_redistribution &&
+		  colojoin_enable_dual_repartition &&
+		  (group == NULL || group->move_text != NULL))))
+	{
+		List	   *dual_reasons = NIL;
+		CjJoinGroup *dual = cj_try_dual_repartition(root, joinrel, outerrel,
+													innerrel, jointype, extra,
+													force_dual ? NULL : group,
+													force_dual, &dual_reasons);
+
+		if (dual != NULL)
+		{
+			ListCell   *lr;
+
+			if (attempt->names == NULL)
+				attempt->names = joinrel_names(root, joinrel);
+			if (group == NULL)
+				foreach(lr, reasons)
+					attempt->reasons = list_append_unique(attempt->reasons,
+														  makeString(lfirst(lr)));
+			group = dual;
+		}
+		else if (force_dual)
+			reasons = list_concat(reasons, dual_reasons);
 	}
 	if (move_hint != NULL)
 	{
@@ -1953,6 +2008,8 @@ check_forcing_hints(CjHintSet *hints)
 				 errdetail("The relations it names are not joined to each other on their own in this query."),
 				 h->kind == CJ_HINT_COLOCATED_JOIN ?
 				 errhint("A colocated join needs sharded tables partitioned alike, joined on all their partition keys, with each partition class on one node; remove the hint to let the planner choose.") :
+				 h->kind == CJ_HINT_REDISTRIBUTE && list_length(h->names) == 2 ?
+				 errhint("Repartitioning both sides needs two sharded tables joined on their own by an equality of values of a built-in type that every node hashes alike.") :
 				 errhint("A moved side must be a sharded table that the join does not preserve (not the outer side of a LEFT JOIN, no FULL JOIN); repartitioning needs it joined on the other side's hash partition key.")));
 	}
 }
@@ -2219,6 +2276,36 @@ cj_make_upper_path(PlannerInfo *root, RelOptInfo *parent, CjJoinGroup *g,
 	/* paths are never copied: plain pointers, read by cj_plan_custom_path */
 	return new_scan_path(parent, target, rows, startup + remote,
 						 startup + remote + transfer, list_make2(g, spec));
+}
+
+/* ----------------------------------------------------------------
+ *		Steps of building a group, for dual_repartition.c
+ * ----------------------------------------------------------------
+ */
+
+CjBaseRel *
+cj_make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
+{
+	return make_base_rel(root, rel, reasons);
+}
+
+bool
+cj_live_leaves_foreign(CjBaseRel *br, List **reasons)
+{
+	return live_leaves_foreign(br, reasons);
+}
+
+/* the rows all moves of g carry (moved_rows of each moved table) */
+double
+cj_group_moved_rows(PlannerInfo *root, CjJoinGroup *g)
+{
+	double		rows = 0;
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
+			rows += cj_moved_rows(root, g, lfirst(lc));
+	return rows;
 }
 
 /* ----------------------------------------------------------------

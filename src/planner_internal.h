@@ -46,6 +46,9 @@ typedef struct CjBaseRel
 	Oid			move_hashfn;	/* its hash support function */
 	int			move_modulus;	/* the anchor's modulus */
 	List	   *move_attnos;	/* columns the moved rows carry */
+	bool		move_keep_nulls;	/* CJ_MOVE_REPARTITION of a side the
+									 * join keeps (dual repartition): rows
+									 * whose key is NULL go to class 0 */
 	char	   *move_name;		/* base name of its temporary tables */
 
 	/*
@@ -179,6 +182,31 @@ extern void cj_lateral_describe(CjJoinTree *t, StringInfo buf);
 extern const char *cj_lateral_var_name(CjJoinTree *t, Var *var);
 extern void cj_append_lateral(StringInfo buf, CjLateral *lat, CjSqlContext *sc);
 extern void cj_lateral_plan_rtes(PlannerInfo *root, CjJoinTree *t);
+
+/*
+ * planner.c: the steps of building a group that dual_repartition.c shares
+ * too (make_base_rel and live_leaves_foreign there, with cj_finish_group,
+ * cj_check_target and cj_split_join_clauses above), and the rows a group's
+ * moves carry.  A group whose class space has no tables (ntables 0) brings
+ * its own tasks to cj_finish_group, and each of its classes is its own
+ * hash remainder.
+ */
+extern CjBaseRel *cj_make_base_rel(PlannerInfo *root, RelOptInfo *rel,
+								   List **reasons);
+extern bool cj_live_leaves_foreign(CjBaseRel *br, List **reasons);
+extern double cj_group_moved_rows(PlannerInfo *root, CjJoinGroup *g);
+
+/*
+ * dual_repartition.c: the join of two sharded tables with both sides
+ * repartitioned by the hash of an equated value into one hash class per
+ * node, or NULL (with reasons).  Unless forced, NULL too when rival (the
+ * group another way built, or NULL) moves no more rows.
+ */
+extern CjJoinGroup *cj_try_dual_repartition(PlannerInfo *root, RelOptInfo *joinrel,
+											RelOptInfo *outerrel, RelOptInfo *innerrel,
+											JoinType jointype, JoinPathExtraData *extra,
+											CjJoinGroup *rival, bool forced,
+											List **reasons);
 
 /* key_match.c: keys as expressions, and the equalities that match them */
 extern Var *cj_key_var(CjBaseRel *br, int p);

@@ -507,7 +507,25 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 
 	initStringInfo(&sel);
 	appendStringInfo(&sel, "SELECT %s", moved_columns(br, alias));
-	if (br->move == CJ_MOVE_REPARTITION)
+	if (br->move == CJ_MOVE_REPARTITION && sc->g->space->ntables == 0)
+	{
+		/*
+		 * A class of a space of hash classes alone (dual repartition) needs
+		 * no partitioning's arithmetic, only the same on every node: int8's
+		 * modulo, made non-negative, is cheaper than numeric's.
+		 */
+		appendStringInfo(&sel,
+						 "%s %s((pg_catalog.%s((%s)::%s, 0::pg_catalog.int8) %% %d::pg_catalog.int8"
+						 " + %d::pg_catalog.int8) %% %d::pg_catalog.int8)::pg_catalog.int4%s AS colojoin_class",
+						 br->move_attnos != NIL ? "," : "",
+						 br->move_keep_nulls ? "COALESCE(" : "",
+						 cj_quote_ident(get_func_name(br->move_hashfn)),
+						 quals_text(list_make1(br->move_key), sc),
+						 cj_type_name(hash_arg_type(br->move_hashfn), -1),
+						 br->move_modulus, br->move_modulus, br->move_modulus,
+						 br->move_keep_nulls ? ", 0)" : "");
+	}
+	else if (br->move == CJ_MOVE_REPARTITION)
 	{
 		if (br->move_attnos != NIL)
 			appendStringInfoString(&sel, ",");
@@ -534,14 +552,19 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 		append_leaf_select(&sel, br, lfirst(lc), placement_on(lfirst(lc), serverid));
 	}
 	appendStringInfo(&sel, ") r%u", br->rtindex);
-	if (br->remote_quals || br->move == CJ_MOVE_REPARTITION)
+	if (br->remote_quals ||
+		(br->move == CJ_MOVE_REPARTITION && !br->move_keep_nulls))
 	{
 		List	   *conds = NIL;
 
 		if (br->remote_quals)
 			conds = lappend(conds, quals_text(br->remote_quals, sc));
-		/* a NULL key equals nothing, and the moved side is never preserved */
-		if (br->move == CJ_MOVE_REPARTITION)
+
+		/*
+		 * A NULL key equals nothing: only the rows of a side the join keeps
+		 * (dual repartition) travel without one, to class 0.
+		 */
+		if (br->move == CJ_MOVE_REPARTITION && !br->move_keep_nulls)
 			conds = lappend(conds,
 							psprintf("((%s) IS NOT NULL)",
 									 quals_text(list_make1(br->move_key), sc)));

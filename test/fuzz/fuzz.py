@@ -74,6 +74,9 @@ FEATURES = {
                    'joined to a colocated pair on other columns, one move after another, every join type',
     'lateral': 'LATERAL subqueries (CROSS, INNER and LEFT JOIN LATERAL; ORDER BY ... LIMIT, aggregates, '
                'GROUP BY, DISTINCT inside) correlated on the partition key or on other columns',
+    'dual-repartition': 'two sharded tables joined on columns that are no partition key (inner, outer, '
+                        'semi, anti; both sides repartitioned, or one broadcast), some with '
+                        'Redistribute(a1 a2)',
 }
 
 ROW_CAP = 50000          # rows read of one side before giving up (both: skipped)
@@ -760,6 +763,7 @@ class Query:
         self.gucs = []       # (name, value) for the sharded run
         self.sess = []       # (name, value) for both runs (DateStyle and the like)
         self.hint = None     # (alias, where): /*+ BroadcastJoin(alias) */ leading or after SELECT
+        self.dhint = None    # (a, b): /*+ Redistribute(a b) */ leading
         self.has_dim = False
         self.dim_aliases = []
         self.dgroup = []     # GROUP BY a dimension column, asked for while joining it
@@ -794,6 +798,9 @@ class QGen:
         # and LATERAL subqueries
         self.lrng = random.Random(world.seed * 7 + 4)
         self.lat_share = 0.15
+        # and the joins of two tables on no key (dual repartition)
+        self.xrng = random.Random(world.seed * 7 + 5)
+        self.dual_share = 0.1
 
     def on(self, feat, p=1.0):
         return feat in self.f and self.rng.random() < p
@@ -1236,6 +1243,51 @@ class QGen:
                 al = rng.choice(q.dim_aliases)      # maybe one that cannot be honoured
             q.hint = (al, rng.choice(['lead', 'lead', 'select']))
 
+    def gen_dual(self, q):
+        """two sharded tables joined on columns that are no partition key of
+        either: both sides repartitioned by the hash of the join column, or
+        one broadcast where that moves fewer rows; with Redistribute(a1 a2)
+        at times.  No parameters: a moved side's conditions cannot carry
+        them, and the hint must hold."""
+        rng = self.rng
+        tabs = self.w.tables
+        a, b = rng.choice(tabs), rng.choice(tabs)
+        fam = rng.choice(['int', 'int', 'text', 'num', 'uuid', 'date'])
+        ca = rng.choice([c for c in COLS if FAMILY[c] == fam])
+        cb = rng.choice([c for c in COLS if FAMILY[c] == fam])
+        cond = [self.eq('a1.%s' % ca, a, ca, 'a2.%s' % cb, b, cb)]
+        jt = rng.choice(['INNER', 'INNER', 'LEFT', 'RIGHT', 'FULL', 'SEMI', 'ANTI'])
+        if jt != 'FULL' and rng.random() < 0.3:
+            cond.append('a1.v %s a2.v' % rng.choice(['<', '<>', '>=']))
+        q.items.append({'alias': 'a1', 'table': a, 'jt': None, 'on': [], 'anti': False})
+        if jt in ('SEMI', 'ANTI'):
+            q.where.append('%sEXISTS (SELECT FROM %s a2 WHERE %s)' % (
+                'NOT ' if jt == 'ANTI' else '', b['name'], ' AND '.join(cond)))
+            visible = ['a1']
+        else:
+            q.items.append({'alias': 'a2', 'table': b, 'jt': jt, 'on': cond, 'anti': False})
+            visible = ['a1', 'a2']
+        if rng.random() < 0.4:
+            q.where.append('%s.v > %d' % (rng.choice(visible), rng.randint(0, 80)))
+        if rng.random() < 0.4:
+            q.gucs = [rng.choice([('colojoin.enable_broadcast', 'off'),
+                                  ('colojoin.enable_broadcast', 'off'),
+                                  ('colojoin.enable_dual_repartition', 'off'),
+                                  ('colojoin.max_connections_per_node', '1')])]
+        # date hashes with int4's function, which a node cannot call on it
+        if fam != 'date' and rng.random() < 0.4:
+            q.dhint = ('a1', 'a2')
+        if a['N'] * self.fanout(b) > 100000 or rng.random() < 0.5:
+            q.agg = True
+            if rng.random() < 0.5:
+                q.group.append('%s.%s' % (rng.choice(visible), rng.choice(COLS)))
+            q.aggs = ['count(*)'] + ['count(%s.%s)' % (al, rng.choice(COLS)) for al in visible] + \
+                ['sum(a1.v)']
+        else:
+            q.select = ['%s.%s' % (rng.choice(visible), rng.choice(COLS))
+                        for _ in range(rng.randint(1, 3))]
+        return q
+
     def gen(self):
         if 'moved-joins' in self.f and self.mrng.random() < self.moved_share:
             saved, self.rng = self.rng, self.mrng
@@ -1284,6 +1336,12 @@ class QGen:
         if self.moved and 'settings' in self.f and rng.random() < 0.3:
             # too large to broadcast: a move by a key, or PostgreSQL
             q.gucs.append(('colojoin.broadcast_threshold', rng.choice(['0', '10'])))
+        if 'dual-repartition' in self.f and self.xrng.random() < self.dual_share:
+            saved, self.rng = self.rng, self.xrng
+            try:
+                return self.gen_dual(q)
+            finally:
+                self.rng = saved
         if self.on('prepared', 0.2):
             q.prep = rng.choice(['force_custom_plan', 'force_generic_plan'])
         if self.on('settings', 0.25):
@@ -1790,6 +1848,8 @@ def render(q, prepared=True):
             args.append(q.params[i])
         return '$%d' % num[i]
     sql = re.sub(r'\{P(\d+)\}', sub, sql)
+    if q.dhint and all(re.search(r'\b%s\b' % al, sql) for al in q.dhint):
+        sql = '/*+ Redistribute(%s %s) */ ' % q.dhint + sql
     if q.hint and re.search(r'\b%s\b' % q.hint[0], sql):
         h = '/*+ BroadcastJoin(%s) */ ' % q.hint[0]
         sql = h + sql if q.hint[1] == 'lead' else sql.replace('SELECT ', 'SELECT ' + h, 1)
@@ -2139,6 +2199,8 @@ def candidates(q):
         v(lambda c: setattr(c, 'prep', None) or c)
     if q.hint:
         v(lambda c: setattr(c, 'hint', None) or c)
+    if q.dhint:
+        v(lambda c: setattr(c, 'dhint', None) or c)
     for i in range(len(q.gucs)):
         v(lambda c, i=i: c.gucs.pop(i) and c)
     for i in range(len(q.sess)):
