@@ -74,7 +74,7 @@ CREATE TABLE orders (o_orderkey bigint NOT NULL, o_custkey int, o_orderstatus ch
 SELECT colojoin.create_shards('orders', ARRAY['n1', 'n2', 'n3', 'n4'], 16);
 -- customers spread by a multiplicative hash, so that each has about the
 -- same number of orders, none of them next to each other
-INSERT INTO orders SELECT g, 1 + (g * 7919) % $N_CUST, (ARRAY['F', 'O', 'P'])[1 + g % 3],
+INSERT INTO orders SELECT g, 1 + (g::bigint * 7919) % $N_CUST, (ARRAY['F', 'O', 'P'])[1 + g % 3],
 	(g % 100000) * 1.25, DATE '1992-01-01' + (g % 2400)
 FROM generate_series(1, $N_ORDERS) g;
 SQL

@@ -88,7 +88,7 @@ SELECT colojoin.create_shards('orders', ARRAY['n1', 'n2', 'n3', 'n4'], 16);
 CREATE TABLE lineitem (l_orderkey int NOT NULL, l_linenumber int, l_quantity numeric(12,2),
 	l_extendedprice numeric(12,2), l_shipdate date) PARTITION BY HASH (l_orderkey);
 SELECT colojoin.create_shards('lineitem', NULL, colocate_with => 'orders');
-INSERT INTO orders SELECT g, 1 + (g * 7919) % $N_CUST,
+INSERT INTO orders SELECT g, 1 + (g::bigint * 7919) % $N_CUST,
 	(ARRAY['1-URGENT', '2-HIGH', '3-MEDIUM', '4-NOT SPECIFIED', '5-LOW'])[1 + g % 5],
 	DATE '1992-01-01' + (g % 2400) FROM generate_series(1, $N_ORDERS) g;
 INSERT INTO lineitem SELECT o, n, n, (o % 997) + n * 0.25, DATE '1992-01-02' + ((o + n) % 2400)

@@ -165,6 +165,7 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 			move->drop_sql = strVal(list_nth(m, CJ_MOVE_DROP));
 			move->sources = (List *) list_nth(m, CJ_MOVE_SOURCES);
 			move->label = strVal(list_nth(m, CJ_MOVE_LABEL));
+			move->analyze_sql = strVal(list_nth(m, CJ_MOVE_ANALYZE));
 		}
 	}
 
@@ -531,6 +532,9 @@ move_slot(CjScanState *st, Oid serverid)
  *		with it, and a coordinator that dies takes the node's session, and
  *		its temporary tables, along.  Rescans reuse them (moves_reusable).
  */
+/* moved tables at least this large are analyzed before the tasks read them */
+#define CJ_MOVE_ANALYZE_ROWS	5000
+
 static void
 run_moves(CjScanState *st, Oid userid)
 {
@@ -587,6 +591,17 @@ run_moves(CjScanState *st, Oid userid)
 		st->moves[i].bytes = runs[i].bytes;
 		st->moves[i].rows = runs[i].rows;
 		st->moves[i].seconds = runs[i].seconds;
+
+		/*
+		 * The node plans the tasks over the table: without statistics it
+		 * guesses its distinct values and filters (a join of two moved
+		 * tables can end up a nested loop over hundreds of thousands of
+		 * rows each).  Below a few thousand rows any plan is quick.
+		 */
+		if (runs[i].rows >= CJ_MOVE_ANALYZE_ROWS)
+			cj_exec_command(runs[i].dest_conn,
+							execution_names(st, st->moves[i].analyze_sql),
+							runs[i].context);
 	}
 	pfree(runs);
 	st->moves_ready = true;

@@ -48,6 +48,7 @@ typedef struct CjExecMove
 	char	   *create_sql;
 	char	   *copy_in_sql;
 	char	   *drop_sql;
+	char	   *analyze_sql;
 	List	   *sources;		/* List of [Integer server, String sql] */
 	char	   *label;
 	bool		created;		/* to drop at the end */

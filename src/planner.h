@@ -70,6 +70,7 @@ typedef enum CjMoveIndex
 	CJ_MOVE_DROP,				/* String: drops it */
 	CJ_MOVE_SOURCES,			/* List of [Integer server, String COPY TO] */
 	CJ_MOVE_LABEL,				/* String: for messages and EXPLAIN */
+	CJ_MOVE_ANALYZE,			/* String: ANALYZE of the filled table */
 	CJ_MOVE_COUNT
 } CjMoveIndex;
 

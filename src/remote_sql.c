@@ -716,6 +716,7 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 												 cj_class_label(sc->g->space, cls),
 												 cj_node_name(dest)) :
 										psprintf("%s to %s", br->alias, cj_node_name(dest))));
+		move = lappend(move, makeString(psprintf("ANALYZE %s", name)));
 		return move;
 	}
 }
