@@ -190,27 +190,10 @@ static bool
 moved_columns_of(CjBaseRel *br, RelOptInfo *joinrel, List *joinquals,
 				 List *otherquals, List **reasons)
 {
-	Bitmapset  *attnos = NULL;
-	int			a = -1;
-
-	pull_varattnos((Node *) list_make4(joinrel->reltarget->exprs, joinquals,
-									   otherquals, br->quals),
-				   br->rtindex, &attnos);
-	br->move_attnos = NIL;
-	while ((a = bms_next_member(attnos, a)) >= 0)
-	{
-		AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
-
-		if (attno <= 0)
-		{
-			*reasons = lappend(*reasons,
-							   psprintf("the join needs a system column or whole row of %s",
-										br->alias));
-			return false;
-		}
-		br->move_attnos = lappend_int(br->move_attnos, attno);
-	}
-	return true;
+	return cj_move_columns(br, (Node *) list_make4(joinrel->reltarget->exprs,
+												   joinquals, otherquals,
+												   br->quals),
+						   reasons);
 }
 
 /*
