@@ -40,39 +40,20 @@ SCALE=${SCALE:-1}
 REPS=${REPS:-3}
 export CJ_PORT=${CJ_PORT:-22652}
 export CJ_CLUSTER_DIR=${CJ_CLUSTER_DIR:-/tmp/cj-bench-asof}
-export CJ_NODES=4
-export CJ_DB=bench
-CLUSTER="$ROOT/test/cluster/cluster.sh"
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-export PG_BINDIR=${PG_BINDIR:-$("$PG_CONFIG" --bindir)}
-PSQL="$PG_BINDIR/psql"
+. "$BENCH/bench_common.sh"
 STAMP=$(date +%Y%m%d-%H%M%S)
 REPORT="$BENCH/results/asof-$STAMP.md"
 mkdir -p "$BENCH/results"
 N_ORDERS=$(awk -v s="$SCALE" 'BEGIN { printf "%d", 1000000 * s }')
 
-q() { runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$CJ_PORT" -d bench "$@"; }
 qn() { local p=$1; shift; runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$p" -d bench "$@"; }
-say() { printf '\n=== %s\n' "$*"; }
-cleanup() { "$CLUSTER" stop >/dev/null 2>&1 || true; }
-trap cleanup EXIT
 
-if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
-	say "build and install colojoin"
-	make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >/dev/null
-	make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" install >/dev/null
-fi
-say "fresh cluster on $CJ_PORT..$((CJ_PORT + 4))"
-"$CLUSTER" destroy >/dev/null 2>&1 || true
-"$CLUSTER" start >/dev/null
+bench_fresh_cluster
 
 say "schema and data (SCALE=$SCALE: $N_ORDERS orders, 4 line items each)"
 {
 	echo "CREATE EXTENSION colojoin CASCADE;"
-	for i in 1 2 3 4; do
-		echo "CREATE SERVER n$i FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', port '$((CJ_PORT + i))', dbname 'bench', async_capable 'true');"
-		echo "CREATE USER MAPPING FOR CURRENT_USER SERVER n$i;"
-	done
+	bench_servers "async_capable 'true'"
 	cat <<SQL
 CREATE TABLE orders (o_orderkey int NOT NULL, o_custkey int, o_totalprice numeric(12,2),
 	o_orderdate date) PARTITION BY HASH (o_orderkey);

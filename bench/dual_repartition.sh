@@ -35,39 +35,20 @@ SCALE=${SCALE:-1}
 REPS=${REPS:-3}
 export CJ_PORT=${CJ_PORT:-22732}
 export CJ_CLUSTER_DIR=${CJ_CLUSTER_DIR:-/tmp/cj-bench-dual}
-export CJ_NODES=4
-export CJ_DB=bench
-CLUSTER="$ROOT/test/cluster/cluster.sh"
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-export PG_BINDIR=$("$PG_CONFIG" --bindir)
-PSQL="$PG_BINDIR/psql"
+. "$BENCH/bench_common.sh"
 STAMP=$(date +%Y%m%d-%H%M%S)
 REPORT="$BENCH/results/dual-repartition-$STAMP.md"
 mkdir -p "$BENCH/results"
 N_ORDERS=$(awk -v s="$SCALE" 'BEGIN { printf "%d", 1000000 * s }')
 N_CUST=$(awk -v s="$SCALE" 'BEGIN { n = int(100000 * s); if (n < 10) n = 10; printf "%d", n }')
 
-q() { runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$CJ_PORT" -d bench "$@"; }
-say() { printf '\n=== %s\n' "$*"; }
-cleanup() { "$CLUSTER" stop >/dev/null 2>&1 || true; }
-trap cleanup EXIT
 
-if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
-	say "build and install colojoin"
-	make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >/dev/null
-	make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" install >/dev/null
-fi
-say "fresh cluster on $CJ_PORT..$((CJ_PORT + 4))"
-"$CLUSTER" destroy >/dev/null 2>&1 || true
-"$CLUSTER" start >/dev/null
+bench_fresh_cluster
 
 say "schema and data (SCALE=$SCALE: $N_ORDERS orders of $N_CUST customers), loaded through colojoin"
 {
 	echo "CREATE EXTENSION colojoin CASCADE;"
-	for i in 1 2 3 4; do
-		echo "CREATE SERVER n$i FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', port '$((CJ_PORT + i))', dbname 'bench');"
-		echo "CREATE USER MAPPING FOR CURRENT_USER SERVER n$i;"
-	done
+	bench_servers
 	cat <<SQL
 CREATE TABLE orders (o_orderkey bigint NOT NULL, o_custkey int, o_orderstatus char(1),
 	o_totalprice numeric(15,2), o_orderdate date) PARTITION BY HASH (o_orderkey);

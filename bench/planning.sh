@@ -25,29 +25,14 @@ ROOT=$(cd "$BENCH/.." && pwd)
 REPS=${REPS:-30}
 export CJ_PORT=${CJ_PORT:-22732}
 export CJ_CLUSTER_DIR=${CJ_CLUSTER_DIR:-/tmp/cj-bench-planning}
-export CJ_NODES=4
-export CJ_DB=bench
-CLUSTER="$ROOT/test/cluster/cluster.sh"
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-PSQL="$("$PG_CONFIG" --bindir)/psql"
+. "$BENCH/bench_common.sh"
 STAMP=$(date +%Y%m%d-%H%M%S)
 REPORT="$BENCH/results/planning-$STAMP.md"
 SIZES="64 256 1024"
 mkdir -p "$BENCH/results"
 
-q() { runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$CJ_PORT" -d bench "$@"; }
-say() { printf '\n=== %s\n' "$*"; }
-cleanup() { "$CLUSTER" stop >/dev/null 2>&1 || true; }
-trap cleanup EXIT
 
-if [ "${BENCH_SKIP_BUILD:-0}" != 1 ]; then
-	say "build and install colojoin"
-	make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" >/dev/null
-	make -C "$ROOT" -s PG_CONFIG="$PG_CONFIG" install >/dev/null
-fi
-say "fresh cluster on $CJ_PORT..$((CJ_PORT + 4))"
-"$CLUSTER" destroy >/dev/null 2>&1 || true
-"$CLUSTER" start >/dev/null
+bench_fresh_cluster
 
 say "16 servers (4 per node); tables of $SIZES partitions"
 {
