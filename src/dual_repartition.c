@@ -264,18 +264,8 @@ cj_try_dual_repartition(PlannerInfo *root, RelOptInfo *joinrel,
 				brows;
 	int			c;
 
-	if (jointype == JOIN_RIGHT)
-	{
-		RelOptInfo *tmp = outerrel;
-
-		outerrel = innerrel;
-		innerrel = tmp;
-		jointype = JOIN_LEFT;
-	}
-	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
-		jointype != JOIN_FULL && jointype != JOIN_SEMI &&
-		jointype != JOIN_ANTI)
-		return NULL;			/* unique-ified variants: another call covers it */
+	if (!cj_orient_join(&outerrel, &innerrel, &jointype))
+		return NULL;
 	if (outerrel->reloptkind != RELOPT_BASEREL ||
 		innerrel->reloptkind != RELOPT_BASEREL)
 	{

@@ -1059,6 +1059,28 @@ new_scan_path(RelOptInfo *parent, PathTarget *target, double rows,
 }
 
 /*
+ * cj_orient_join
+ *		A join as the group builders take it: a right join turned round into
+ *		a left one (inputs swapped); false for the unique-ified variants of a
+ *		semi join, which another call of the hook covers as the semi join.
+ */
+bool
+cj_orient_join(RelOptInfo **outerrel, RelOptInfo **innerrel, JoinType *jointype)
+{
+	if (*jointype == JOIN_RIGHT)
+	{
+		RelOptInfo *tmp = *outerrel;
+
+		*outerrel = *innerrel;
+		*innerrel = tmp;
+		*jointype = JOIN_LEFT;
+	}
+	return *jointype == JOIN_INNER || *jointype == JOIN_LEFT ||
+		*jointype == JOIN_FULL || *jointype == JOIN_SEMI ||
+		*jointype == JOIN_ANTI;
+}
+
+/*
  * cj_split_join_clauses
  *		The join's own conditions (joinquals) and, for an outer join, those
  *		applied above it (otherquals).  false, with the reason, for a
@@ -1135,18 +1157,8 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 	bool		orefs;
 	bool		irefs;
 
-	if (jointype == JOIN_RIGHT)
-	{
-		RelOptInfo *tmp = outerrel;
-
-		outerrel = innerrel;
-		innerrel = tmp;
-		jointype = JOIN_LEFT;
-	}
-	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
-		jointype != JOIN_FULL && jointype != JOIN_SEMI &&
-		jointype != JOIN_ANTI)
-		return NULL;			/* unique-ified variants: another call covers it */
+	if (!cj_orient_join(&outerrel, &innerrel, &jointype))
+		return NULL;
 
 	og = cj_group_for_rel(root, outerrel, reasons);
 	ig = cj_group_for_rel(root, innerrel, reasons);
@@ -1419,14 +1431,8 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 	CjJoinGroup *best = NULL;
 	double		best_moved = 0;
 
-	if (jointype == JOIN_RIGHT)
-	{
-		RelOptInfo *tmp = outerrel;
-
-		outerrel = innerrel;
-		innerrel = tmp;
-		jointype = JOIN_LEFT;
-	}
+	if (!cj_orient_join(&outerrel, &innerrel, &jointype))
+		return NULL;
 	if (jointype == JOIN_FULL)
 	{
 		*reasons = lappend(*reasons,
@@ -1439,9 +1445,6 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 						   pstrdup("this transaction wrote through colojoin: rows are not moved until it commits (a move reads nodes through connections that do not see the writes)"));
 		return NULL;
 	}
-	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
-		jointype != JOIN_SEMI && jointype != JOIN_ANTI)
-		return NULL;			/* unique-ified variants: another call covers it */
 	if (must_move != NULL && must_move == outerrel && jointype != JOIN_INNER)
 	{
 		*reasons = lappend(*reasons,

@@ -163,6 +163,8 @@ extern CjJoinGroup *cj_group_for_rel(PlannerInfo *root, RelOptInfo *rel,
 extern bool cj_finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons);
 extern bool cj_check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons);
 extern List *cj_copy_rels(List *rels);
+extern bool cj_orient_join(RelOptInfo **outerrel, RelOptInfo **innerrel,
+						   JoinType *jointype);
 extern bool cj_split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
 								  JoinPathExtraData *extra, List **joinquals,
 								  List **otherquals, List **reasons);

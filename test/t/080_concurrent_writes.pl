@@ -27,7 +27,6 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes qw(usleep);
 use ColojoinTest;
 
 my $c = cj_new_cluster(name => 'deadlock', nodes => 2);
@@ -136,22 +135,18 @@ $coord->safe_psql(
 CREATE TABLE hot (k int NOT NULL, v int NOT NULL) PARTITION BY HASH (k);
 SELECT colojoin.create_shards('hot', ARRAY['n1', 'n2'], 4);
 CREATE TABLE lhot (k int NOT NULL, v int NOT NULL);
-INSERT INTO hot VALUES (1, 0), (2, 0), (3, 0), (4, 0);
-INSERT INTO lhot SELECT * FROM hot;
 });
-
-# until $query (a boolean) is true on one of the nodes, as poll_query_until
-sub wait_on_nodes
-{
-	my ($query) = @_;
-	for (my $i = 0; $i < 10 * $PostgreSQL::Test::Utils::timeout_default; $i++)
-	{
-		return 1
-		  if grep { $_->safe_psql('postgres', $query) eq 't' } ($node1, $node2);
-		usleep(100_000);
-	}
-	return 0;
-}
+# four rows, all on n1 (classes 0 and 2), so that a writer waiting for them
+# waits there
+my @hot = split /,/, $coord->safe_psql('postgres',
+	"SELECT string_agg(k::text, ',' ORDER BY k) FROM (SELECT k FROM generate_series(1, 100) k "
+	  . "WHERE satisfies_hash_partition('hot'::regclass, 4, 0, k) "
+	  . "OR satisfies_hash_partition('hot'::regclass, 4, 2, k) ORDER BY k LIMIT 4) s");
+my $hot_keys = join(', ', @hot);
+$coord->safe_psql('postgres',
+	"INSERT INTO hot SELECT k, 0 FROM unnest(ARRAY[$hot_keys]) k; INSERT INTO lhot SELECT * FROM hot;");
+is($node1->safe_psql('postgres', 'SELECT (SELECT count(*) FROM hot_p0) + (SELECT count(*) FROM hot_p2)'),
+	'4', 'the four hot rows are on n1');
 
 # The same two transactions on the sharded table and on its local twin: the
 # first changes every row and holds them; the second's statement waits for
@@ -163,17 +158,10 @@ sub meet
 	my $second = cj_session($coord);
 	cj_query($first, "BEGIN; UPDATE $table SET v = v + 1");
 	cj_query($second, "BEGIN ISOLATION LEVEL $level; SELECT 1");
-	start_statement($second, "UPDATE $table SET v = v * 10 WHERE k IN (1, 2, 3, 4)");
+	start_statement($second, "UPDATE $table SET v = v * 10 WHERE k IN ($hot_keys)");
 	my $waits = "SELECT count(*) > 0 FROM pg_locks WHERE NOT granted";
-	if ($table eq 'hot')
-	{
-		ok(wait_on_nodes($waits), "$level: the second writer waits on a node");
-	}
-	else
-	{
-		ok($coord->poll_query_until('postgres', $waits),
-			"$level: the second writer waits locally");
-	}
+	ok(($table eq 'hot' ? $node1 : $coord)->poll_query_until('postgres', $waits),
+		"$level: the second writer waits " . ($table eq 'hot' ? 'on n1' : 'locally'));
 	cj_query($first, 'COMMIT');
 	my ($out, $err) = finish_statement($second);
 	my ($cout, $cerr) = cj_query($second, $err eq '' ? 'COMMIT' : 'ROLLBACK');
@@ -201,20 +189,20 @@ like(meet('hot', 'REPEATABLE READ'), qr/could not serialize access due to concur
 # clients updating the same rows, in the same order, no retries
 my $hot = <<'SCRIPT';
 BEGIN;
-UPDATE hot SET v = v + 1 WHERE k = 1;
-UPDATE hot SET v = v + 1 WHERE k = 2;
-UPDATE hot SET v = v + 1 WHERE k = 3;
+UPDATE hot SET v = v + 1 WHERE k = :h1;
+UPDATE hot SET v = v + 1 WHERE k = :h2;
+UPDATE hot SET v = v + 1 WHERE k = :h3;
 END;
 SCRIPT
-my $before = $coord->safe_psql('postgres', 'SELECT sum(v) FROM hot WHERE k <= 3');
+my $before = $coord->safe_psql('postgres', "SELECT sum(v) FROM hot WHERE k IN ($hot[0], $hot[1], $hot[2])");
 $coord->pgbench(
-	'-n -c 6 -j 6 -t 20',
+	"-n -c 6 -j 6 -t 20 -D h1=$hot[0] -D h2=$hot[1] -D h3=$hot[2]",
 	0,
 	[qr{processed: 120/120}, qr{number of failed transactions: 0}],
 	[qr{^$}],
 	'pgbench on hot rows at READ COMMITTED: no client fails',
 	{ '080_hot' => $hot });
-is($coord->safe_psql('postgres', 'SELECT sum(v) FROM hot WHERE k <= 3'),
+is($coord->safe_psql('postgres', "SELECT sum(v) FROM hot WHERE k IN ($hot[0], $hot[1], $hot[2])"),
 	$before + 360, 'every increment is there');
 
 # --- many clients, random transfers ---------------------------------------
