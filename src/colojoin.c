@@ -42,6 +42,7 @@ int			colojoin_max_connections_per_node = 4;
 bool		colojoin_log_decisions = false;
 bool		colojoin_enable_aggregate_pushdown = true;
 bool		colojoin_binary_results = true;
+bool		colojoin_binary_moves = true;
 bool		colojoin_drop_remote_shards_on = true;
 
 /* cached answer of colojoin_is_active; reset by namespace invalidations */
@@ -176,6 +177,13 @@ define_settings(void)
 							 "Has the nodes send result rows in binary form when every column's type allows it.",
 							 "Built-in types whose binary form is exact and independent of the session's settings travel in binary; any other column makes the scan use text.",
 							 &colojoin_binary_results,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.binary_moves",
+							 "Moves rows between nodes in binary COPY when every moved column's type allows it.",
+							 "The same built-in types as for colojoin.binary_results; a move with any other column, or from the coordinator's own table, uses text COPY.  Taken when a statement is planned.",
+							 &colojoin_binary_moves,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

@@ -31,6 +31,7 @@ extern int	colojoin_max_connections_per_node;
 extern bool colojoin_log_decisions;
 extern bool colojoin_enable_aggregate_pushdown;
 extern bool colojoin_binary_results;
+extern bool colojoin_binary_moves;
 extern bool colojoin_drop_remote_shards_on;
 
 /*

@@ -166,6 +166,8 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 			move->sources = (List *) list_nth(m, CJ_MOVE_SOURCES);
 			move->label = strVal(list_nth(m, CJ_MOVE_LABEL));
 			move->analyze_sql = strVal(list_nth(m, CJ_MOVE_ANALYZE));
+			move->binary = intVal(list_nth(m, CJ_MOVE_BINARY)) != 0;
+			move->classes = (List *) list_nth(m, CJ_MOVE_CLASSES);
 		}
 	}
 
@@ -535,6 +537,8 @@ move_slot(CjScanState *st, Oid serverid)
 /* moved tables at least this large are analyzed before the tasks read them */
 #define CJ_MOVE_ANALYZE_ROWS	5000
 
+static void analyze_moves(CjScanState *st, CjMoveRun *runs);
+
 static void
 run_moves(CjScanState *st, Oid userid)
 {
@@ -562,6 +566,15 @@ run_moves(CjScanState *st, Oid userid)
 		run->dest_conn = cj_get_connection(move->dest, userid, move->dest_slot);
 		run->context = psprintf("moving %s", move->label);
 		run->copy_in_sql = execution_names(st, move->copy_in_sql);
+		run->binary = move->binary;
+		foreach(lc, move->classes)
+			run->nclasses = Max(run->nclasses, intVal(lfirst(lc)) + 1);
+		if (move->classes != NIL)
+		{
+			run->takes = palloc0(sizeof(bool) * run->nclasses);
+			foreach(lc, move->classes)
+				run->takes[intVal(lfirst(lc))] = true;
+		}
 		cj_conn_note_temp(run->dest_conn);
 		cj_exec_command(run->dest_conn,
 						psprintf("%s; %s", execution_names(st, move->drop_sql),
@@ -591,20 +604,54 @@ run_moves(CjScanState *st, Oid userid)
 		st->moves[i].bytes = runs[i].bytes;
 		st->moves[i].rows = runs[i].rows;
 		st->moves[i].seconds = runs[i].seconds;
-
-		/*
-		 * The node plans the tasks over the table: without statistics it
-		 * guesses its distinct values and filters (a join of two moved
-		 * tables can end up a nested loop over hundreds of thousands of
-		 * rows each).  Below a few thousand rows any plan is quick.
-		 */
-		if (runs[i].rows >= CJ_MOVE_ANALYZE_ROWS)
-			cj_exec_command(runs[i].dest_conn,
-							execution_names(st, st->moves[i].analyze_sql),
-							runs[i].context);
 	}
+	analyze_moves(st, runs);
 	pfree(runs);
 	st->moves_ready = true;
+}
+
+/*
+ * analyze_moves
+ *		The node plans the tasks over the moved tables: without statistics
+ *		it guesses their distinct values and filters (a join of two moved
+ *		tables can end up a nested loop over hundreds of thousands of rows
+ *		each).  Below a few thousand rows any plan is quick.  Every
+ *		destination analyzes at once (one command string per connection, a
+ *		connection holding several tables): one after another they would
+ *		add up, each node idle while the others work.
+ */
+static void
+analyze_moves(CjScanState *st, CjMoveRun *runs)
+{
+	CjConnection **conns = palloc0(sizeof(CjConnection *) * Max(st->nmoves, 1));
+	StringInfoData *sql = palloc0(sizeof(StringInfoData) * Max(st->nmoves, 1));
+	int			nconns = 0;
+	int			i;
+	int			c;
+
+	for (i = 0; i < st->nmoves; i++)
+	{
+		if (runs[i].rows < CJ_MOVE_ANALYZE_ROWS)
+			continue;
+		for (c = 0; c < nconns && conns[c] != runs[i].dest_conn; c++)
+			;
+		if (c == nconns)
+		{
+			conns[nconns++] = runs[i].dest_conn;
+			initStringInfo(&sql[c]);
+		}
+		else
+			appendStringInfoString(&sql[c], "; ");
+		appendStringInfoString(&sql[c], execution_names(st, st->moves[i].analyze_sql));
+	}
+	for (c = 0; c < nconns; c++)
+		cj_conn_send(conns[c], sql[c].data, "analyzing moved rows");
+	for (c = 0; c < nconns; c++)
+		PQclear(cj_conn_collect(conns[c], sql[c].data, "analyzing moved rows"));
+	for (c = 0; c < nconns; c++)
+		pfree(sql[c].data);
+	pfree(sql);
+	pfree(conns);
 }
 
 /* drop the temporary tables of the moves once every task is done */

@@ -51,6 +51,8 @@ typedef struct CjExecMove
 	char	   *analyze_sql;
 	List	   *sources;		/* List of [Integer server, String sql] */
 	char	   *label;
+	bool		binary;			/* its COPYs are binary (CJ_MOVE_BINARY) */
+	List	   *classes;		/* CJ_MOVE_CLASSES */
 	bool		created;		/* to drop at the end */
 	int			dest_slot;		/* connection slot holding the table */
 	uint64		xact_id;		/* its remote transaction (cj_conn_xact_id) */

@@ -65,15 +65,26 @@ summarise_nodes(CjScanState *st)
 	return nodes;
 }
 
-/* under ANALYZE, what the moves carried, in every format */
+/*
+ * Under VERBOSE, the COPY format of the moves (binary, text, or binary and
+ * text); under ANALYZE, what the moves carried; in every format.
+ */
 static void
 explain_move_totals(CjScanState *st, ExplainState *es)
 {
 	uint64		bytes = 0;
 	uint64		rows = 0;
 	double		seconds = 0;
+	int			nbinary = 0;
 	int			i;
 
+	for (i = 0; i < st->nmoves; i++)
+		if (st->moves[i].binary)
+			nbinary++;
+	if (es->verbose)
+		ExplainPropertyText("Move Format",
+							nbinary == st->nmoves ? "binary" :
+							nbinary == 0 ? "text" : "binary and text", es);
 	if (!es->analyze)
 		return;
 	for (i = 0; i < st->nmoves; i++)

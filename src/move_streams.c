@@ -10,7 +10,12 @@
  *	  on connections of its own, and the coordinator merges the rows of a
  *	  move's sources into the one COPY its destination reads (a COPY takes
  *	  rows in any order), so the nodes work side by side and the moved rows
- *	  cross the coordinator once.
+ *	  cross the coordinator once.  Sources of several moves with the same
+ *	  SQL (a broadcast's, a repartitioning's) are one stream: its rows go
+ *	  to every such move, or, routed by the class in their last column, to
+ *	  the one that takes that class; so a node reads its rows once.  Binary
+ *	  COPY streams lose their header and trailer on the way, and each
+ *	  destination gets one of each.
  *
  *	  Owns: the order the streams run in (moves whose destinations share a
  *	  connection run one after another, as a temporary table lives on its
@@ -35,6 +40,7 @@
 #include "libpq-fe.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
+#include "port/pg_bswap.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
 #include "utils/wait_event.h"
@@ -42,15 +48,27 @@
 #include "connection.h"
 #include "local_source.h"
 #include "move_streams.h"
+#include "row_decode.h"
 
 /* rows gathered for a destination before they are handed to libpq */
 #define CJ_MOVE_BATCH_BYTES		(64 * 1024)
 /* rows taken from one source before the others get a turn */
 #define CJ_MOVE_TURN_ROWS		1000
 
+/*
+ * Binary COPY: the signature, a flags word and a header extension length
+ * before the first row, a field count of -1 after the last.  A
+ * destination's COPY reads one stream made of several sources' rows: their
+ * headers and trailers are taken off, and one of each is written.
+ */
+#define CJ_COPY_HEADER_LEN		19
+static const char copy_signature[11] = "PGCOPY\n\377\r\n";
+
 typedef struct Stream
 {
-	CjMoveRun  *run;			/* the move it fills */
+	CjMoveRun  *run;			/* the first move it fills (for messages) */
+	CjMoveRun **targets;		/* every move it fills: a broadcast's rows */
+	int			ntargets;		/* go once from the node to all of them */
 	Oid			serverid;
 	const char *sql;			/* COPY ... TO STDOUT */
 	CjConnection *conn;			/* while it runs */
@@ -58,6 +76,11 @@ typedef struct Stream
 	bool		readable;		/* its socket said so */
 	bool		more;			/* rows wait in libpq's buffer */
 	bool		done;
+	/* binary COPY: its header, read before the first row */
+	int			header_have;	/* bytes of header[] read */
+	int			header_skip;	/* header extension bytes still to skip */
+	bool		header_done;
+	char		header[CJ_COPY_HEADER_LEN];
 } Stream;
 
 /*
@@ -85,6 +108,138 @@ source_connection(Oid serverid, Oid userid, bool first_of_node, int *from,
 	if (conn != NULL)
 		*from = slot + 1;
 	return conn;
+}
+
+/* the binary header a destination's COPY reads first */
+static void
+put_binary_header(CjMoveRun *run)
+{
+	uint32		zero = 0;
+
+	appendBinaryStringInfo(&run->batch, copy_signature, sizeof(copy_signature));
+	appendBinaryStringInfo(&run->batch, (char *) &zero, 4);	/* flags */
+	appendBinaryStringInfo(&run->batch, (char *) &zero, 4);	/* no extension */
+}
+
+/*
+ * binary_row_data
+ *		Of a message of a binary source, the bytes that are rows: past the
+ *		header (which the first messages carry) and not the trailer.  A
+ *		source that does not send PostgreSQL's signature is an error.
+ */
+static void
+binary_row_data(Stream *s, const char **data, int *len)
+{
+	while (!s->header_done && *len > 0)
+	{
+		if (s->header_have < CJ_COPY_HEADER_LEN)
+		{
+			int			n = Min(*len, CJ_COPY_HEADER_LEN - s->header_have);
+
+			memcpy(s->header + s->header_have, *data, n);
+			s->header_have += n;
+			*data += n;
+			*len -= n;
+			if (s->header_have < CJ_COPY_HEADER_LEN)
+				return;
+			if (memcmp(s->header, copy_signature, sizeof(copy_signature)) != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("node sent no binary COPY header while %s",
+								s->run->context),
+						 errhint("Set colojoin.binary_moves to off for nodes that do not send PostgreSQL's binary COPY format.")));
+			{
+				uint32		ext;
+
+				memcpy(&ext, s->header + 15, 4);
+				s->header_skip = (int) pg_ntoh32(ext);
+			}
+		}
+		else
+		{
+			int			n = Min(*len, s->header_skip);
+
+			s->header_skip -= n;
+			*data += n;
+			*len -= n;
+		}
+		if (s->header_have == CJ_COPY_HEADER_LEN && s->header_skip == 0)
+			s->header_done = true;
+	}
+
+	/* the trailer: a field count of -1 (a row's is never negative) */
+	if (*len == 2 && (unsigned char) (*data)[0] == 0xff &&
+		(unsigned char) (*data)[1] == 0xff)
+		*len = 0;
+}
+
+/*
+ * row_class
+ *		The class of a routed row: its last column (colojoin_class, never
+ *		NULL), in text or binary.  A row that does not end in one is an
+ *		error: routing it anywhere would be a guess.
+ */
+static int
+row_class(Stream *s, const char *data, int len)
+{
+	long		cls = -1;
+
+	if (s->run->binary)
+	{
+		int16		nfields;
+		int32		flen = -1;
+		int			pos = 2;
+		int			f;
+
+		if (len >= 2)
+		{
+			memcpy(&nfields, data, 2);
+			nfields = (int16) pg_ntoh16(nfields);
+			for (f = 0; f < nfields && pos + 4 <= len; f++)
+			{
+				memcpy(&flen, data + pos, 4);
+				flen = (int32) pg_ntoh32(flen);
+				pos += 4;
+				if (f < nfields - 1 && flen > 0)
+					pos += flen;
+			}
+			if (f == nfields && flen == 4 && pos + 4 <= len)
+			{
+				uint32		v;
+
+				memcpy(&v, data + pos, 4);
+				cls = (int32) pg_ntoh32(v);
+			}
+		}
+	}
+	else
+	{
+		const char *end = data + len;
+		const char *p;
+
+		/* "...\t<class>\n" (or the class alone when nothing else moves) */
+		if (end > data && end[-1] == '\n')
+			end--;
+		for (p = end; p > data && p[-1] != '\t'; p--)
+			;
+		if (p < end)
+		{
+			char	   *stop;
+			char		digits[16];
+			int			n = Min((int) (end - p), (int) sizeof(digits) - 1);
+
+			memcpy(digits, p, n);
+			digits[n] = '\0';
+			cls = strtol(digits, &stop, 10);
+			if (*stop != '\0')
+				cls = -1;
+		}
+	}
+	if (cls < 0 || cls > PG_INT32_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("a row moved by colojoin has no class while %s", s->run->context)));
+	return (int) cls;
 }
 
 /* hand a destination the rows gathered for it */
@@ -125,19 +280,74 @@ take_rows(Stream *s, bool consume)
 	{
 		char	   *buf;
 		int			n = cj_copy_out_next(s->conn, s->sql, &buf, run->context);
+		const char *data = buf;
+		int			len = n;
+		int			t;
 
 		if (n == 0)
 			return TURN_WAIT;
 		if (n < 0)
 			return TURN_ENDED;
-		appendBinaryStringInfo(&run->batch, buf, n);
+		if (run->binary)
+			binary_row_data(s, &data, &len);
+		if (len > 0)
+		{
+			int			cls = run->takes ? row_class(s, data, len) : -1;
+
+			for (t = 0; t < s->ntargets; t++)
+			{
+				CjMoveRun  *target = s->targets[t];
+
+				if (cls >= 0 && (cls >= target->nclasses || !target->takes[cls]))
+					continue;
+				target->bytes += n;
+				appendBinaryStringInfo(&target->batch, data, len);
+				if (target->batch.len >= CJ_MOVE_BATCH_BYTES)
+					flush_batch(target);
+			}
+		}
 		PQfreemem(buf);
-		run->bytes += n;
 		taken++;
-		if (run->batch.len >= CJ_MOVE_BATCH_BYTES)
-			flush_batch(run);
 	}
 	return TURN_MORE;
+}
+
+/* whether s fills run */
+static bool
+stream_fills(Stream *s, CjMoveRun *run)
+{
+	int			t;
+
+	for (t = 0; t < s->ntargets; t++)
+		if (s->targets[t] == run)
+			return true;
+	return false;
+}
+
+/*
+ * check_binary_nodes
+ *		A binary move needs nodes that write dates and times as this server
+ *		reads them (row_decode.c): a node built without integer datetimes
+ *		is an error, not a wrong value.
+ */
+static void
+check_binary_nodes(CjMoveRun *run, Stream *streams, int nstreams)
+{
+	int			i;
+
+	for (i = -1; i < nstreams; i++)
+	{
+		CjConnection *conn = i < 0 ? run->dest_conn : streams[i].conn;
+
+		if (i >= 0 && (conn == NULL || !stream_fills(&streams[i], run)))
+			continue;
+		if (!cj_node_binary_compatible(cj_conn_pgconn(conn)))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot move rows in binary while %s", run->context),
+					 errdetail("A node of the move was built without integer datetimes."),
+					 errhint("Set colojoin.binary_moves to off.")));
+	}
 }
 
 /*
@@ -175,14 +385,29 @@ run_wave(CjMoveRun **runs, int nruns, Oid userid)
 		}
 		for (j = 0; j < run->nsources; j++)
 		{
-			Stream	   *s;
+			Stream	   *s = NULL;
+			int			k;
 
 			if (!OidIsValid(run->source_servers[j]))
 				continue;
-			s = &streams[nstreams++];
-			s->run = run;
-			s->serverid = run->source_servers[j];
-			s->sql = run->source_sql[j];
+
+			/*
+			 * A broadcast reads the same rows of a node for every
+			 * destination: one COPY of them feeds them all.
+			 */
+			for (k = 0; k < nstreams && s == NULL; k++)
+				if (streams[k].serverid == run->source_servers[j] &&
+					strcmp(streams[k].sql, run->source_sql[j]) == 0)
+					s = &streams[k];
+			if (s == NULL)
+			{
+				s = &streams[nstreams++];
+				s->run = run;
+				s->serverid = run->source_servers[j];
+				s->sql = run->source_sql[j];
+				s->targets = palloc(sizeof(CjMoveRun *) * nruns);
+			}
+			s->targets[s->ntargets++] = run;
 		}
 	}
 
@@ -208,9 +433,13 @@ run_wave(CjMoveRun **runs, int nruns, Oid userid)
 	}
 	for (i = 0; i < nruns; i++)
 	{
+		if (runs[i]->binary)
+			check_binary_nodes(runs[i], streams, nstreams);
 		cj_copy_in_start(runs[i]->dest_conn, runs[i]->copy_in_sql,
 						 runs[i]->context);
 		initStringInfo(&runs[i]->batch);
+		if (runs[i]->binary)
+			put_binary_header(runs[i]);
 	}
 	for (i = 0; i < nstreams; i++)
 	{
@@ -292,6 +521,12 @@ run_wave(CjMoveRun **runs, int nruns, Oid userid)
 
 	for (i = 0; i < nruns; i++)
 	{
+		if (runs[i]->binary)
+		{
+			int16		trailer = -1;
+
+			appendBinaryStringInfo(&runs[i]->batch, (char *) &trailer, 2);
+		}
 		flush_batch(runs[i]);
 		cj_copy_in_finish(runs[i]->dest_conn, runs[i]->copy_in_sql,
 						  runs[i]->context);

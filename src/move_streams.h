@@ -21,6 +21,11 @@ typedef struct CjMoveRun
 	int			dest_slot;
 	CjConnection *dest_conn;	/* where the table lives (and the tasks run) */
 	const char *copy_in_sql;	/* COPY <table> FROM STDIN */
+	bool		binary;			/* binary COPYs: every source is a node */
+	bool	   *takes;			/* routed rows: takes[class] for the classes
+								 * it takes (the row's last column); NULL:
+								 * every row of its sources */
+	int			nclasses;		/* length of takes */
 	const char *context;		/* for messages: "moving ..." */
 	int			nsources;
 	Oid		   *source_servers; /* InvalidOid: the coordinator's own rows */

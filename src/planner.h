@@ -71,6 +71,10 @@ typedef enum CjMoveIndex
 	CJ_MOVE_SOURCES,			/* List of [Integer server, String COPY TO] */
 	CJ_MOVE_LABEL,				/* String: for messages and EXPLAIN */
 	CJ_MOVE_ANALYZE,			/* String: ANALYZE of the filled table */
+	CJ_MOVE_BINARY,				/* Integer: 1 when the COPYs are binary */
+	CJ_MOVE_CLASSES,			/* List of Integer: the classes of the rows it
+								 * takes, when the sources' rows are routed
+								 * (repartitioning); else NIL */
 	CJ_MOVE_COUNT
 } CjMoveIndex;
 

@@ -31,6 +31,8 @@
 #include "colojoin.h"
 #include "node_identity.h"
 #include "planner_internal.h"
+#include "row_decode.h"
+#include "size_cache.h"
 
 static int
 base_index_for_varno(CjJoinGroup *g, Index varno)
@@ -361,6 +363,47 @@ moved_columns(CjBaseRel *br, const char *qualifier)
 }
 
 /*
+ * move_in_binary
+ *		Whether a move of leaves of br can use binary COPY: every moved
+ *		column of a type whose binary form means the same on every node
+ *		(row_decode.c's list), and of that very type in every leaf's remote
+ *		table, as its node told the size cache (a foreign table may declare
+ *		another type than the remote column's, which text converts and
+ *		binary would misread).  The coordinator's own rows go as text.
+ *		Binary spares the destination parsing numbers and dates, most of
+ *		what a move costs it.
+ */
+static bool
+move_in_binary(CjBaseRel *br, List *leaves)
+{
+	ListCell   *lc;
+	ListCell   *ll;
+
+	if (!colojoin_binary_moves || br->table == NULL)
+		return false;
+	foreach(lc, br->move_attnos)
+	{
+		AttrNumber	attno = lfirst_int(lc);
+		Oid			declared = get_atttype(br->relid, attno);
+
+		if (!cj_type_travels_binary(declared))
+			return false;
+		foreach(ll, leaves)
+		{
+			CjLeaf	   *leaf = lfirst(ll);
+			Oid			remote;
+
+			if (!leaf->is_foreign ||
+				!cj_leaf_remote_type(leaf->relid, leaf->remote_colnames[attno - 1],
+									 &remote) ||
+				remote != declared)
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
  * append_moved_from
  *		The FROM item of a moved table in one task: the temporary table its
  *		rows were moved into on this node (only this class's rows when they
@@ -498,7 +541,7 @@ append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
  */
 static char *
 source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
-				CjSqlContext *sc)
+				bool binary, CjSqlContext *sc)
 {
 	StringInfoData buf;
 	StringInfoData sel;
@@ -527,22 +570,33 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 	}
 	else if (br->move == CJ_MOVE_REPARTITION)
 	{
+		uint64		m = (uint64) br->move_modulus;
+		char	   *hash = psprintf("pg_catalog.%s((%s)::%s, 8816678312871386365::pg_catalog.int8)",
+									cj_quote_ident(get_func_name(br->move_hashfn)),
+									quals_text(list_make1(br->move_key), sc),
+									cj_type_name(hash_arg_type(br->move_hashfn), -1));
+
 		if (br->move_attnos != NIL)
 			appendStringInfoString(&sel, ",");
+
 		/*
-		 * The row hash of a one-column hash partition key: the support
-		 * function with the partitioning seed, plus the constant that
-		 * hash_combine64 adds to an initial 0, modulo 2^64, then the modulus.
+		 * The remainder of a one-column hash partition key: the support
+		 * function h with the partitioning seed, plus the constant C that
+		 * hash_combine64 adds to an initial 0, as unsigned 64-bit integers
+		 * (wrapping), modulo the modulus m.  In int8 arithmetic (numeric
+		 * cost five times as much per row): h % m, made non-negative, plus
+		 * C % m, less 2^64 % m when h + C wrapped (h < 0 and h >= -C) and
+		 * plus it when h < 0 alone (h read as unsigned is h + 2^64): a
+		 * wrap cancels the unsigned reading, so only h < -C adds 2^64 % m.
 		 */
 		appendStringInfo(&sel,
-						 " ((((pg_catalog.%s((%s)::%s, 8816678312871386365::pg_catalog.int8))::pg_catalog.numeric"
-						 " + 18446744073709551616::pg_catalog.numeric + 5305509591434766563::pg_catalog.numeric)"
-						 " %% 18446744073709551616::pg_catalog.numeric) %% %d::pg_catalog.numeric)::pg_catalog.int4"
+						 " (((%s %% " INT64_FORMAT "::pg_catalog.int8) + CASE WHEN %s < -5305509591434766563::pg_catalog.int8"
+						 " THEN " INT64_FORMAT "::pg_catalog.int8 ELSE " INT64_FORMAT "::pg_catalog.int8 END + "
+						 INT64_FORMAT "::pg_catalog.int8) %% " INT64_FORMAT "::pg_catalog.int8)::pg_catalog.int4"
 						 " AS colojoin_class",
-						 cj_quote_ident(get_func_name(br->move_hashfn)),
-						 quals_text(list_make1(br->move_key), sc),
-						 cj_type_name(hash_arg_type(br->move_hashfn), -1),
-						 br->move_modulus);
+						 hash, (int64) m, hash,
+						 (int64) ((PG_UINT64_MAX % m + 1) % m + m), (int64) m,
+						 (int64) (UINT64CONST(5305509591434766563) % m), (int64) m);
 	}
 	appendStringInfoString(&sel, " FROM (");
 	foreach(lc, leaves)
@@ -572,8 +626,13 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 		append_string_list(&sel, conds, " AND ", "true");
 	}
 
+	/*
+	 * A repartitioning source sends every class some task reads, to all
+	 * destinations at once (the coordinator routes each row by its class):
+	 * one scan of the node's leaves, not one per destination.
+	 */
 	initStringInfo(&buf);
-	if (br->move == CJ_MOVE_REPARTITION)
+	if (br->move == CJ_MOVE_REPARTITION && list_length(remainders) < br->move_modulus)
 	{
 		appendStringInfo(&buf, "COPY (SELECT * FROM (%s) s WHERE colojoin_class = ANY ('{", sel.data);
 		foreach(lc, remainders)
@@ -582,6 +641,8 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 	}
 	else
 		appendStringInfo(&buf, "COPY (%s) TO STDOUT", sel.data);
+	if (binary)
+		appendStringInfoString(&buf, " (FORMAT binary)");
 	return buf.data;
 }
 
@@ -617,13 +678,14 @@ local_select_sql(CjBaseRel *br, CjSqlContext *sc)
 
 static List *
 make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
-		  CjSqlContext *sc)
+		  List *all_remainders, CjSqlContext *sc)
 {
 	char	   *name = move_table_name(br, cls);
 	StringInfoData create;
 	List	   *servers = NIL;
 	List	   *sources = NIL;
 	ListCell   *lc;
+	bool		binary = move_in_binary(br, leaves);
 
 	initStringInfo(&create);
 	appendStringInfo(&create, "CREATE TEMP TABLE %s (", name);
@@ -692,7 +754,8 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 		sources = lappend(sources,
 						  list_make2(makeInteger((int) src),
 									 makeString(source_copy_sql(br, here, src,
-																remainders, sc))));
+																all_remainders, binary,
+																sc))));
 	}
 
 	{
@@ -702,13 +765,15 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 		move = lappend(move, makeString(create.data));
 		/* a table of no columns reads one empty line per row */
 		move = lappend(move, makeString(br->move_attnos == NIL && br->move != CJ_MOVE_REPARTITION ?
-										psprintf("COPY %s FROM STDIN", name) :
-										psprintf("COPY %s (%s%s%s) FROM STDIN", name,
+										psprintf("COPY %s FROM STDIN%s", name,
+												 binary ? " (FORMAT binary)" : "") :
+										psprintf("COPY %s (%s%s%s) FROM STDIN%s", name,
 												 moved_columns(br, NULL),
 												 br->move_attnos != NIL &&
 												 br->move == CJ_MOVE_REPARTITION ? ", " : "",
 												 br->move == CJ_MOVE_REPARTITION ?
-												 "colojoin_class" : "")));
+												 "colojoin_class" : "",
+												 binary ? " (FORMAT binary)" : "")));
 		move = lappend(move, makeString(psprintf("DROP TABLE IF EXISTS %s", name)));
 		move = lappend(move, sources);
 		move = lappend(move, makeString(cls >= 0 ?
@@ -717,6 +782,14 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 												 cj_node_name(dest)) :
 										psprintf("%s to %s", br->alias, cj_node_name(dest))));
 		move = lappend(move, makeString(psprintf("ANALYZE %s", name)));
+		move = lappend(move, makeInteger(binary ? 1 : 0));
+		{
+			List	   *classes = NIL;
+
+			foreach(lc, remainders)
+				classes = lappend(classes, makeInteger(lfirst_int(lc)));
+			move = lappend(move, classes);
+		}
 		return move;
 	}
 }
@@ -768,13 +841,19 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 				if (leaves == NIL || cj_leaves_on_node(leaves, task->serverid))
 					continue;
 				moves = lappend(moves, make_move(br, task->serverid, task->cls,
-												 leaves, NIL, sc));
+												 leaves, NIL, NIL, sc));
 				*rows_moved += relrows * list_length(leaves) /
 					Max(list_length(all_leaves), 1);
 			}
 		}
 		else
 		{
+			List	   *all_remainders = NIL;
+
+			if (br->move == CJ_MOVE_REPARTITION)
+				foreach(lc, g->tasks)
+					all_remainders = list_append_unique_int(all_remainders,
+															cj_class_remainder(g, ((CjTask *) lfirst(lc))->cls));
 			foreach(lc, nodes)
 			{
 				Oid			node = lfirst_oid(lc);
@@ -782,11 +861,12 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 				ListCell   *lt;
 
 				foreach(lt, g->tasks)
-					if (((CjTask *) lfirst(lt))->serverid == node)
+					if (br->move == CJ_MOVE_REPARTITION &&
+						((CjTask *) lfirst(lt))->serverid == node)
 						remainders = lappend_int(remainders,
 												 cj_class_remainder(g, ((CjTask *) lfirst(lt))->cls));
 				moves = lappend(moves, make_move(br, node, -1, all_leaves,
-												 remainders, sc));
+												 remainders, all_remainders, sc));
 				if (br->move == CJ_MOVE_BROADCAST)
 					*rows_moved += relrows;
 			}

@@ -95,6 +95,17 @@ binary_is_exact(Oid typid)
 }
 
 /*
+ * cj_type_travels_binary
+ *		Whether values of typid mean the same in binary on every node: what
+ *		a binary result or a binary COPY between nodes may carry.
+ */
+bool
+cj_type_travels_binary(Oid typid)
+{
+	return binary_is_text(typid) || binary_is_exact(typid);
+}
+
+/*
  * cj_decoder_init
  *		Prepare to decode rows of the shape desc: input functions for text
  *		rows, and, when colojoin.binary_results allows and every column's

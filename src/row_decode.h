@@ -34,6 +34,7 @@ typedef struct CjRowDecoder
 
 extern void cj_decoder_init(CjRowDecoder *d, TupleDesc desc);
 extern bool cj_node_binary_compatible(PGconn *conn);
+extern bool cj_type_travels_binary(Oid typid);
 extern bool cj_decoder_accepts(const CjRowDecoder *d, const PGresult *res);
 extern Datum cj_decode_value(const CjRowDecoder *d, const PGresult *res,
 							 int row, int col);

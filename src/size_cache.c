@@ -58,9 +58,14 @@ typedef struct SizeEntry
 	double		tuples;			/* -1: the node does not know */
 	double		pages;
 	TimestampTz fetched;
+	/* the remote table's columns: name and type, for binary moves */
+	int			ncols;
+	char	  **colnames;
+	Oid		   *coltypes;
 } SizeEntry;
 
 static HTAB *sizes = NULL;
+static MemoryContext sizes_cxt = NULL;	/* the table and its entries' columns */
 static get_relation_info_hook_type prev_relation_info = NULL;
 
 /*
@@ -154,6 +159,54 @@ cj_primary_servers(CjTable *t, List *servers)
 	return servers;
 }
 
+/*
+ * set_columns
+ *		e's remote columns from the node's list: "type:length:name" for each
+ *		(a name may hold any character, so it is counted, not delimited).
+ */
+static void
+set_columns(SizeEntry *e, bool found, const char *list)
+{
+	MemoryContext old = MemoryContextSwitchTo(sizes_cxt);
+	const char *p = list;
+	int			n = 0;
+	int			size = 8;
+
+	if (found && e->colnames != NULL)
+	{
+		while (e->ncols > 0)
+			pfree(e->colnames[--e->ncols]);
+		pfree(e->colnames);
+		pfree(e->coltypes);
+	}
+	e->colnames = palloc(sizeof(char *) * size);
+	e->coltypes = palloc(sizeof(Oid) * size);
+	while (*p)
+	{
+		char	   *end;
+		Oid			typid = (Oid) strtoul(p, &end, 10);
+		long		len;
+
+		if (*end != ':')
+			break;
+		len = strtol(end + 1, &end, 10);
+		if (*end != ':' || len < 0 || (long) strlen(end + 1) < len)
+			break;
+		if (n == size)
+		{
+			size *= 2;
+			e->colnames = repalloc(e->colnames, sizeof(char *) * size);
+			e->coltypes = repalloc(e->coltypes, sizeof(Oid) * size);
+		}
+		e->coltypes[n] = typid;
+		e->colnames[n] = pnstrdup(end + 1, len);
+		n++;
+		p = end + 1 + len;
+	}
+	e->ncols = n;
+	MemoryContextSwitchTo(old);
+}
+
 /* read the sizes of every foreign leaf of t from its primary's node */
 static void
 fetch_sizes(CjTable *t)
@@ -189,7 +242,10 @@ fetch_sizes(CjTable *t)
 		 */
 		res = PQexec(conn, psprintf("SET statement_timeout = '2s'; "
 									"SELECT s.i, c.reltuples, c.relpages, "
-									"COALESCE(pg_catalog.pg_stat_get_live_tuples(c.oid), -1) "
+									"COALESCE(pg_catalog.pg_stat_get_live_tuples(c.oid), -1), "
+									"(SELECT pg_catalog.string_agg(a.atttypid::pg_catalog.text || ':' || "
+									"pg_catalog.octet_length(a.attname::pg_catalog.text) || ':' || a.attname, '' ORDER BY a.attnum) "
+									"FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) "
 									"FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
 									"pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[])) "
 									"WITH ORDINALITY AS s(nsp, rel, i) "
@@ -215,6 +271,7 @@ fetch_sizes(CjTable *t)
 				if (e->tuples < 0)
 					e->tuples = strtod(PQgetvalue(res, i, 3), NULL);
 				e->fetched = now;
+				set_columns(e, found, PQgetvalue(res, i, 4));
 			}
 		}
 		PQclear(res);
@@ -235,7 +292,9 @@ leaf_size(Oid leaf, Oid root)
 		memset(&ctl, 0, sizeof(ctl));
 		ctl.keysize = sizeof(Oid);
 		ctl.entrysize = sizeof(SizeEntry);
-		ctl.hcxt = TopMemoryContext;
+		sizes_cxt = AllocSetContextCreate(TopMemoryContext, "colojoin remote sizes",
+										  ALLOCSET_SMALL_SIZES);
+		ctl.hcxt = sizes_cxt;
 		sizes = hash_create("colojoin remote sizes", 256, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
@@ -283,12 +342,44 @@ cj_leaf_remote_size(Oid leaf, double *tuples, double *pages)
 	return true;
 }
 
+/*
+ * cj_leaf_remote_type
+ *		The type of column colname of leaf's remote table (its primary), as
+ *		its node last said; false when that is not known.
+ */
+bool
+cj_leaf_remote_type(Oid leaf, const char *colname, Oid *typid)
+{
+	List	   *ancestors;
+	SizeEntry  *e;
+	int			i;
+
+	if (colojoin_remote_size_lifetime <= 0 ||
+		get_rel_relkind(leaf) != RELKIND_FOREIGN_TABLE ||
+		!get_rel_relispartition(leaf))
+		return false;
+	ancestors = get_partition_ancestors(leaf);
+	if (ancestors == NIL)
+		return false;
+	e = leaf_size(leaf, llast_oid(ancestors));
+	if (e == NULL)
+		return false;
+	for (i = 0; i < e->ncols; i++)
+		if (strcmp(e->colnames[i], colname) == 0)
+		{
+			*typid = e->coltypes[i];
+			return true;
+		}
+	return false;
+}
+
 void
 cj_size_cache_forget(void)
 {
 	if (sizes != NULL)
 	{
-		hash_destroy(sizes);
+		MemoryContextDelete(sizes_cxt);
+		sizes_cxt = NULL;
 		sizes = NULL;
 	}
 }

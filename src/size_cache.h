@@ -24,6 +24,8 @@ extern int	colojoin_remote_size_lifetime;	/* ms; 0: off */
 extern bool cj_leaf_remote_size(Oid leaf, double *tuples, double *pages);
 
 /* forget every cached size (refresh_statistics) */
+extern bool cj_leaf_remote_type(Oid leaf, const char *colname, Oid *typid);
+
 extern void cj_size_cache_forget(void);
 
 /* servers, with those of the primaries of t's foreign leaves added */

@@ -113,7 +113,7 @@ my $clean = '0 move tables, 0 sessions in a transaction, 0 copies running';
 # (the one cj_lock_tables holds).
 my $moves_waiting_on_node2 =
     "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
-  . "AND wait_event_type = 'Lock' AND query LIKE 'COPY (SELECT %big\\_p2%) TO STDOUT'";
+  . "AND wait_event_type = 'Lock' AND query LIKE 'COPY (SELECT %big\\_p2%) TO STDOUT%'";
 
 # Wait, as long as it takes, until $n moves wait for node2's rows.
 sub wait_moves_held
@@ -213,7 +213,7 @@ while (!$in_move && $timeout_ms <= 1000 * $PostgreSQL::Test::Utils::timeout_defa
 	$session->query_safe('RESET statement_timeout');
 	last if $out ne '' || $err !~ /canceling statement due to statement timeout/;
 	$in_move = slurp_file($node2->logfile, $logstart) =~
-	  /ERROR:  canceling statement due to user request\n.*STATEMENT:  COPY \(SELECT [^\n]*big_p2[^\n]*\) TO STDOUT\n/;
+	  /ERROR:  canceling statement due to user request\n.*STATEMENT:  COPY \(SELECT [^\n]*big_p2[^\n]*\) TO STDOUT(?: \(FORMAT binary\))?\n/;
 	note("statement_timeout = ${timeout_ms}ms: "
 		  . ($in_move ? 'fell inside the move' : 'fired before the move reached node2'));
 	$timeout_ms *= 2;
