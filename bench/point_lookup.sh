@@ -132,6 +132,28 @@ one_round() {
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# The same through psql, as the issue measured it: \timing of each lookup
+# (literal keys, 200 of cj_keys) in a warm session, the median; psql's own
+# time per statement is in both.
+keys=$(q -At -c "SELECT k FROM cj_keys WHERE i % (($nkeys + 199) / 200) = 0 ORDER BY i LIMIT 200")
+psql_round() {
+	local port=$1 kind=$2 k sql
+	{
+		echo '\o /dev/null'
+		# shellcheck disable=SC2059
+		echo "$(printf "$LOOKUP" "$key1");"
+		echo '\timing on'
+		for k in $keys; do
+			if [ "$kind" = direct ]; then
+				echo "${direct//:key/$k};"
+			else
+				# shellcheck disable=SC2059
+				echo "$(printf "$LOOKUP" "$k");"
+			fi
+		done
+	} | runuser -u postgres -- "$PSQL" -X -q -h 127.0.0.1 -p "$port" -d bench | awk '/^Time: / { print $2 }' | median
+}
+
 say "timed rounds (ROUNDS=$ROUNDS, $TX lookups each, alternately)"
 cj="" dr=""
 one_round "$CJ_PORT" "$CJ_CLUSTER_DIR/colojoin.pgbench" 1 >/dev/null
@@ -142,17 +164,27 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 tc=$(echo "$cj" | tr ' ' '\n' | grep . | median)
 td=$(echo "$dr" | tr ' ' '\n' | grep . | median)
+pc="" pd=""
+for ((r = 1; r <= ROUNDS; r++)); do
+	pc+="$(psql_round "$CJ_PORT" colojoin) "
+	pd+="$(psql_round "$nport" direct) "
+done
+tpc=$(echo "$pc" | tr ' ' '\n' | grep . | median)
+tpd=$(echo "$pd" | tr ' ' '\n' | grep . | median)
+echo "  psql, colojoin: $pc-> median $tpc ms"
+echo "  psql, direct:   $pd-> median $tpd ms"
 echo "  colojoin: $cj-> median $tc ms"
 echo "  direct:   $dr-> median $td ms"
 {
 	echo "# warm point lookup, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 	echo
 	echo "SCALE=$SCALE ($N_ORDERS orders, 16 partitions on 4 nodes), $ROUNDS rounds of $TX lookups, pgbench -M simple,"
-	echo "median of the rounds' per-statement averages (ms)."
+	echo "median of the rounds' per-statement averages (ms); and $ROUNDS rounds of 200 lookups in psql, median of the rounds' medians."
 	echo
 	echo "| lookup | colojoin | the task's SQL straight to $node | colojoin / direct |"
 	echo "| --- | ---: | ---: | ---: |"
-	echo "| one order and its line items by key | $tc | $td | $(awk -v a="$tc" -v b="$td" 'BEGIN { printf "%.2f", a / b }')x |"
+	echo "| one order and its line items by key, pgbench -r | $tc | $td | $(awk -v a="$tc" -v b="$td" 'BEGIN { printf "%.2f", a / b }')x |"
+	echo "| the same, psql \\timing, median of 200 | $tpc | $tpd | $(awk -v a="$tpc" -v b="$tpd" 'BEGIN { printf "%.2f", a / b }')x |"
 	echo
 	echo "Command: \`SCALE=$SCALE ROUNDS=$ROUNDS TX=$TX bench/point_lookup.sh\`"
 } | tee "$REPORT"

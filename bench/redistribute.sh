@@ -215,7 +215,7 @@ floor_one() {
 			tasks_of "$i" | tr '\n' ' '
 			echo
 		} | runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p $((CJ_PORT + i)) -d bench |
-			awk '/^Time: / { print $2 }' >"$CJ_CLUSTER_DIR/floor.$i" &
+			awk '/^Time: / { t += $2 } END { print t }' >"$CJ_CLUSTER_DIR/floor.$i" &
 		pids+=($!)
 	done
 	wait "${pids[@]}"

@@ -278,6 +278,49 @@ fetch_sizes(CjTable *t)
 	}
 }
 
+static SizeEntry *leaf_size(Oid leaf, Oid root);
+
+/* the fresh cache entry of leaf, or NULL */
+static SizeEntry *
+fresh_entry(Oid leaf)
+{
+	SizeEntry  *e;
+
+	if (sizes == NULL)
+		return NULL;
+	e = hash_search(sizes, &leaf, HASH_FIND, NULL);
+	if (e != NULL &&
+		!TimestampDifferenceExceeds(e->fetched, GetCurrentTimestamp(),
+									colojoin_remote_size_lifetime))
+		return e;
+	return NULL;
+}
+
+/*
+ * leaf_entry
+ *		The cache entry of leaf, a foreign partition, read from its node with
+ *		its table's other leaves when missing or stale; NULL when unknown.
+ *		A fresh entry costs one hash lookup: a planning of a point lookup
+ *		asks for every unpruned leaf, and the leaf's root (a catalog scan)
+ *		is looked up only to fetch.
+ */
+static SizeEntry *
+leaf_entry(Oid leaf)
+{
+	SizeEntry  *e = fresh_entry(leaf);
+	List	   *ancestors;
+
+	if (e != NULL)
+		return e;
+	if (get_rel_relkind(leaf) != RELKIND_FOREIGN_TABLE ||
+		!get_rel_relispartition(leaf))
+		return NULL;
+	ancestors = get_partition_ancestors(leaf);
+	if (ancestors == NIL)
+		return NULL;
+	return leaf_size(leaf, llast_oid(ancestors));
+}
+
 /* the cached size of leaf (a foreign partition of root), fetched if stale */
 static SizeEntry *
 leaf_size(Oid leaf, Oid root)
@@ -313,17 +356,11 @@ leaf_size(Oid leaf, Oid root)
 bool
 cj_leaf_remote_size(Oid leaf, double *tuples, double *pages)
 {
-	List	   *ancestors;
 	SizeEntry  *e;
 
-	if (colojoin_remote_size_lifetime <= 0 || !colojoin_is_active() ||
-		get_rel_relkind(leaf) != RELKIND_FOREIGN_TABLE ||
-		!get_rel_relispartition(leaf))
+	if (colojoin_remote_size_lifetime <= 0 || !colojoin_is_active())
 		return false;
-	ancestors = get_partition_ancestors(leaf);
-	if (ancestors == NIL)
-		return false;
-	e = leaf_size(leaf, llast_oid(ancestors));
+	e = leaf_entry(leaf);
 	if (e == NULL)
 		return false;
 	if (e->tuples < 0)
@@ -350,18 +387,12 @@ cj_leaf_remote_size(Oid leaf, double *tuples, double *pages)
 bool
 cj_leaf_remote_type(Oid leaf, const char *colname, Oid *typid)
 {
-	List	   *ancestors;
 	SizeEntry  *e;
 	int			i;
 
-	if (colojoin_remote_size_lifetime <= 0 ||
-		get_rel_relkind(leaf) != RELKIND_FOREIGN_TABLE ||
-		!get_rel_relispartition(leaf))
+	if (colojoin_remote_size_lifetime <= 0)
 		return false;
-	ancestors = get_partition_ancestors(leaf);
-	if (ancestors == NIL)
-		return false;
-	e = leaf_size(leaf, llast_oid(ancestors));
+	e = leaf_entry(leaf);
 	if (e == NULL)
 		return false;
 	for (i = 0; i < e->ncols; i++)
