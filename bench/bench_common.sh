@@ -1,5 +1,6 @@
 # bench/bench_common.sh -- what the one-cluster bench scripts (writes.sh,
-# star.sh, asof.sh, dual_repartition.sh, planning.sh) share.  Sourced after
+# star.sh, asof.sh, dual_repartition.sh, planning.sh, redistribute.sh,
+# point_lookup.sh) share.  Sourced after
 # the script has set ROOT, CJ_PORT and CJ_CLUSTER_DIR; defines:
 #   q ARGS...            psql as postgres on the coordinator's database bench
 #   say TEXT             a section heading
