@@ -115,7 +115,6 @@ time_one() {
 	t1=$(date +%s.%N)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 say "checks: one ColocatedJoin runs both subqueries; the same rows both ways"
 printf '%s\nEXPLAIN (COSTS OFF) %s;\n' "$(cfg_sql colojoin)" "$ASOF" | q | head -3

@@ -3,6 +3,9 @@
 # point_lookup.sh) share.  Sourced after
 # the script has set ROOT, CJ_PORT and CJ_CLUSTER_DIR; defines:
 #   q ARGS...            psql as postgres on the coordinator's database bench
+#   qn I ARGS...         the same on node I (1..4)
+#   median               the median of the numbers on stdin, one a line
+#   ratio A B            A / B to two decimals ("-" when B is 0)
 #   say TEXT             a section heading
 #   bench_fresh_cluster  build and install colojoin (unless BENCH_SKIP_BUILD=1),
 #                        then a fresh coordinator and 4 nodes, stopped on exit
@@ -18,7 +21,10 @@ export PG_BINDIR=${PG_BINDIR:-$("$PG_CONFIG" --bindir)}
 PSQL="$PG_BINDIR/psql"
 
 q() { runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$CJ_PORT" -d bench "$@"; }
+qn() { local i=$1; shift; runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p $((CJ_PORT + i)) -d bench "$@"; }
 say() { printf '\n=== %s\n' "$*"; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 bench_cleanup() { "$CLUSTER" stop >/dev/null 2>&1 || true; }
 

@@ -61,7 +61,7 @@ FROM generate_series(1, $N_ORDERS) g;
 SQL
 } | q >/dev/null
 for i in 1 2 3 4; do
-	runuser -u postgres -- "$PSQL" -X -q -h 127.0.0.1 -p $((CJ_PORT + i)) -d bench -c "VACUUM ANALYZE" >/dev/null
+	qn "$i" -c "VACUUM ANALYZE" >/dev/null
 done
 q -c "ANALYZE orders" >/dev/null
 
@@ -101,8 +101,6 @@ time_one() {
 	t1=$(date +%s.%N)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 say "plans"
 for name in CNT GRP; do

@@ -76,7 +76,7 @@ SQL
 nkeys=$(q -At -c "SELECT count(*) FROM cj_keys")
 # primary keys on the nodes' tables (as users have), vacuumed and analyzed there
 for i in 1 2 3 4; do
-	runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p $((CJ_PORT + i)) -d bench <<'SQL' >/dev/null
+	qn "$i" <<'SQL' >/dev/null
 DO $$
 DECLARE
 	r record;
@@ -108,7 +108,7 @@ echo "direct, on $node: $direct"
 
 # the keys on the node too, and the two pgbench scripts
 q -c "COPY cj_keys TO '$CJ_CLUSTER_DIR/keys.copy'"
-runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$nport" -d bench \
+qn "${node#n}" \
 	-c "CREATE TABLE cj_keys (i int PRIMARY KEY, k bigint NOT NULL)" \
 	-c "COPY cj_keys FROM '$CJ_CLUSTER_DIR/keys.copy'" -c "ANALYZE cj_keys"
 # shellcheck disable=SC2059
@@ -120,7 +120,7 @@ chmod a+r "$CJ_CLUSTER_DIR"/*.pgbench
 
 # the same answers
 a=$(q -At -c "$(printf "$LOOKUP" "$key1") ORDER BY 4" | md5sum)
-b=$(runuser -u postgres -- "$PSQL" -X -At -h 127.0.0.1 -p "$nport" -d bench -c "${direct//:key/$key1} ORDER BY 4" | md5sum)
+b=$(qn "${node#n}" -At -c "${direct//:key/$key1} ORDER BY 4" | md5sum)
 [ "$a" = "$b" ] || { echo "point_lookup.sh: colojoin and the node answer differently" >&2; exit 1; }
 
 # ms of the lookup statement (the script's third line) over TX transactions
@@ -130,7 +130,6 @@ one_round() {
 		-h 127.0.0.1 -p "$port" -f "$script" bench 2>&1 |
 		awk '/statement latencies/ { on = 1; next } on && /SELECT/ { n++; if (n == 2) print $1 }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # The same through psql, as the issue measured it: \timing of each lookup
 # (literal keys, 200 of cj_keys) in a warm session, the median; psql's own

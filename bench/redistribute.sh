@@ -128,7 +128,7 @@ SQL
 # the nodes' tables as autovacuum would leave them; the coordinator's
 # foreign tables stay unanalyzed
 for i in 1 2 3 4; do
-	runuser -u postgres -- "$PSQL" -X -q -h 127.0.0.1 -p $((CJ_PORT + i)) -d bench -c "VACUUM ANALYZE" >/dev/null
+	qn "$i" -c "VACUUM ANALYZE" >/dev/null
 done
 analyzed=$(q -At -c "SELECT count(*) FROM pg_class c WHERE c.relkind = 'f' AND (c.reltuples >= 0 OR EXISTS (SELECT FROM pg_statistic WHERE starelid = c.oid))")
 [ "$analyzed" = 0 ] || { echo "redistribute.sh: the foreign tables have statistics" >&2; exit 1; }
@@ -174,8 +174,6 @@ time_one() {
 		stmt "$1" | tail -1
 	} | q | awk '/^Time: / { print $2 }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 say "timed runs (REPS=$REPS rounds, each configuration in turn)"
 declare -A runs T
@@ -214,7 +212,7 @@ floor_one() {
 			echo '\timing on'
 			tasks_of "$i" | tr '\n' ' '
 			echo
-		} | runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p $((CJ_PORT + i)) -d bench |
+		} | qn "$i" |
 			awk '/^Time: / { t += $2 } END { print t }' >"$CJ_CLUSTER_DIR/floor.$i" &
 		pids+=($!)
 	done

@@ -91,7 +91,7 @@ SQL
 # the nodes' tables as autovacuum would leave them; the coordinator's
 # foreign tables stay unanalyzed
 for i in 1 2 3 4; do
-	runuser -u postgres -- "$PSQL" -X -q -h 127.0.0.1 -p $((CJ_PORT + i)) -d bench -c "VACUUM ANALYZE" >/dev/null
+	qn "$i" -c "VACUUM ANALYZE" >/dev/null
 done
 
 STAR="SELECT c_segment, d_year, count(*), sum(l_extendedprice)
@@ -115,7 +115,6 @@ time_one() {
 	t1=$(date +%s.%N)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 say "checks: the same answer in every configuration, and colojoin's plan"
 answer() { printf '%s\n%s;\n' "$(cfg_sql "$1")" "$STAR" | q -At | md5sum; }
@@ -144,7 +143,6 @@ done
 best=native_pwa
 awk -v a="${T[native_pwj]}" -v b="${T[native_pwa]}" 'BEGIN { exit !(a < b) }' && best=native_pwj
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 {
 	echo "# colojoin star query, $(date -u +%Y-%m-%dT%H:%MZ), SCALE=$SCALE, REPS=$REPS (medians, seconds)"
 	echo

@@ -75,7 +75,7 @@ SQL
 # map, statistics of the nodes' own tables); the coordinator's foreign
 # tables stay unanalyzed
 for i in 1 2 3 4; do
-	runuser -u postgres -- "$PSQL" -X -q -h 127.0.0.1 -p $((CJ_PORT + i)) -d bench -c "VACUUM ANALYZE" >/dev/null
+	qn "$i" -c "VACUUM ANALYZE" >/dev/null
 done
 
 INS="INSERT INTO rollup SELECT o_orderkey, sum(l_extendedprice) FROM orders JOIN lineitem ON l_orderkey = o_orderkey WHERE o_orderdate < '1993-01-01' GROUP BY 1"
@@ -121,7 +121,6 @@ time_one() {
 	case $cfg in *_b1000) batch_size off ;; esac
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 declare -A T
 run() {
@@ -158,7 +157,6 @@ run INS "$INS" rollback colojoin fdw_writes fdw_writes_b1000 native native_b1000
 run UPD "$UPD" rollback colojoin pg_default native
 run COPY "$CPY" copy colojoin native native_b1000
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 {
 	echo "# colojoin writes, $(date -u +%Y-%m-%dT%H:%MZ), SCALE=$SCALE, REPS=$REPS (medians, seconds)"
 	echo
