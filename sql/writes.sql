@@ -364,6 +364,57 @@ INSERT INTO orders_l VALUES (7000, 1, 10, 'new');
 INSERT INTO lines_l VALUES (7000, 1, 2, 3.5);
 SELECT count(*), sum(o_total) FROM orders_l o JOIN lines_l l ON l.l_order = o.o_id;
 SELECT same('orders', 'orders_l'), same('lines', 'lines_l');
+-- After a write only the writing connection of a node sees it, so two
+-- scans of the same nodes in one statement (a join not on the keys, a
+-- scan nested in another's rows) take turns on it: a scan that gives it
+-- up reads the rest of its cursor first.  twin(q): q's rows against the
+-- same query over the local twins (which get the same writes), and how
+-- many colojoin scans the plan has.
+CREATE FUNCTION twin(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	lq text := regexp_replace(q, '\m(orders|lines)\M', '\1_l', 'g');
+	s text[];
+	l text[];
+	scans int := 0;
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		IF line ~ 'Custom Scan \(ColocatedJoin\)' THEN
+			scans := scans + 1;
+		END IF;
+	END LOOP;
+	EXECUTE format('SELECT array_agg(r::text ORDER BY r::text) FROM (%s) r', q) INTO s;
+	EXECUTE format('SELECT array_agg(r::text ORDER BY r::text) FROM (%s) r', lq) INTO l;
+	RETURN format('%s scans, ', scans) ||
+		CASE WHEN s IS NOT DISTINCT FROM l THEN format('same (%s rows)', coalesce(cardinality(s), 0))
+		ELSE format('DIFFERENT: %s rows, %s local', cardinality(s), cardinality(l)) END;
+END
+$$;
+BEGIN;
+INSERT INTO orders VALUES (7100, 3, 5, 'turns'), (7101, 7000, 6, 'turns');
+INSERT INTO orders_l VALUES (7100, 3, 5, 'turns'), (7101, 7000, 6, 'turns');
+INSERT INTO lines VALUES (7100, 1, 1, 2.5), (3, 9, 9, 9);
+INSERT INTO lines_l VALUES (7100, 1, 1, 2.5), (3, 9, 9, 9);
+SELECT twin('SELECT o.o_id, l.l_no, l.l_qty FROM orders o JOIN lines l ON l.l_order = o.o_cust') AS hash_join;
+SELECT twin('SELECT a.o_id, b.o_id AS b_id, b.o_note FROM orders a JOIN orders b ON b.o_id = a.o_cust') AS self_join;
+SELECT twin('SELECT o.o_id FROM orders o WHERE EXISTS (SELECT FROM lines l WHERE l.l_order = o.o_cust AND l.l_qty > 1)') AS semi_join;
+SET LOCAL enable_hashjoin = off;
+SELECT twin('SELECT o.o_id, l.l_no, l.l_qty FROM orders o JOIN lines l ON l.l_order = o.o_cust') AS merge_join;
+SET LOCAL enable_mergejoin = off;
+SET LOCAL enable_material = off;
+SELECT twin('SELECT o.o_id, l.l_no, l.l_qty FROM orders o JOIN lines l ON l.l_order = o.o_cust AND o.o_id > 7000') AS nested_loop;
+SELECT twin('SELECT a.o_id, b.o_id AS b_id FROM orders a JOIN orders b ON b.o_id = a.o_cust AND a.o_id > 6990') AS nested_self_join;
+-- a scan of more than a batch (15,000 rows of one key, one task) whose
+-- rows run a subquery now and then: its cursor is still open when the
+-- subquery's scan needs the connection, so it is read to its end first
+INSERT INTO lines SELECT 10000, g, g % 13, g % 100 FROM generate_series(1, 15000) g;
+INSERT INTO lines_l SELECT 10000, g, g % 13, g % 100 FROM generate_series(1, 15000) g;
+SELECT twin('SELECT l.l_no, CASE WHEN l.l_no % 5000 = 1 THEN (SELECT count(*) FROM orders o WHERE o.o_cust = l.l_qty) END AS c FROM lines l WHERE l.l_order = 10000') AS long_scan_with_subquery;
+-- and a write after such reads still commits with them
+UPDATE orders SET o_note = 'turned' WHERE o_id = 7100;
+UPDATE orders_l SET o_note = 'turned' WHERE o_id = 7100;
+COMMIT;
+SELECT same('orders', 'orders_l'), same('lines', 'lines_l');
 -- nothing is left prepared on the nodes, and recovery finds nothing to do
 SELECT prepared_left();
 SELECT * FROM colojoin.recover_prepared_transactions();

@@ -984,6 +984,12 @@ cj_conn_set_owner(CjConnection *conn, void *owner)
 	conn->owner = owner;
 }
 
+void *
+cj_conn_owner(CjConnection *conn)
+{
+	return conn->owner;
+}
+
 static CjSettleHook settle_hook = NULL;
 
 /*
@@ -1763,6 +1769,13 @@ get_connection(Oid serverid, Oid userid, int slot, char **begin_sql,
 	if (c->commit_pending)
 		finish_pending_commit(c);
 
+	/*
+	 * A scan's batch in flight (another scan of the statement wants the
+	 * write connection, the only one that sees the transaction's writes)
+	 * is read to its end first, and waits as that scan's next batch.
+	 */
+	if (c->in_flight && c->owner != NULL && settle_hook != NULL)
+		settle_hook(c->owner, c);
 	if (c->in_flight)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),

@@ -191,6 +191,7 @@ extern bool cj_conn_cursor_open(CjConnection *conn);
  * the owner is cleared (NULL), or the transaction ends.
  */
 extern void cj_conn_set_owner(CjConnection *conn, void *owner);
+extern void *cj_conn_owner(CjConnection *conn);
 
 /*
  * cj_conn_set_settle_hook: how connection.c gets a connection with a

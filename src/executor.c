@@ -50,6 +50,7 @@ static TupleTableSlot *cj_exec_scan(CustomScanState *node);
 static void cj_end_scan(CustomScanState *node);
 static void cj_rescan(CustomScanState *node);
 static void release_on_reset(void *arg);
+static void claim_connection(CjScanState *st, CjWorker *w);
 static void release_batches(CjWorker *w);
 
 static CustomExecMethods cj_exec_methods = {
@@ -473,6 +474,7 @@ open_cursor(CjScanState *st, CjWorker *w)
 	w->rerun_in_text = false;
 	w->begin_sql = NULL;
 	INSTR_TIME_SET_CURRENT(w->started);
+	claim_connection(st, w);
 	send_command(w, sql, w->task);
 	cj_conn_set_cursor_open(w->conn, true);
 }
@@ -891,17 +893,13 @@ start_scan(CjScanState *st)
 		int			k;
 		int			wslot = cj_write_slot(lfirst_oid(ls), userid);
 
-		/* after this transaction wrote there, only the writing connection sees it */
+		/*
+		 * After this transaction wrote there, only the writing connection
+		 * sees it: every scan of the node reads through it, taking turns
+		 * (claim_connection).
+		 */
 		if (wslot >= 0)
-		{
 			nconn = 1;
-			if (cj_connection_busy(lfirst_oid(ls), userid, wslot))
-				ereport(ERROR,
-						(errcode(ERRCODE_OBJECT_IN_USE),
-						 errmsg("cannot read node \"%s\" from a second connection after this transaction wrote there",
-								cj_node_name(lfirst_oid(ls))),
-						 errdetail("Only the connection that wrote sees the transaction's changes, and another scan of this statement is using it.")));
-		}
 
 		for (k = 0; k < nconn; k++)
 		{
@@ -941,7 +939,7 @@ start_scan(CjScanState *st)
 				nconn = k;
 				break;
 			}
-			cj_conn_set_owner(w->conn, st);
+			claim_connection(st, w);
 		}
 
 		/*
@@ -1171,6 +1169,12 @@ advance(CjScanState *st, CjWorker *w)
 			w->pending = NULL;
 			w->batch_row = 0;
 		}
+		else if (w->drained != NIL)
+		{
+			w->batch = (PGresult *) linitial(w->drained);
+			w->drained = list_delete_first(w->drained);
+			w->batch_row = 0;
+		}
 		if (w->rerun_in_text)
 		{
 			if (w->in_flight)
@@ -1178,7 +1182,7 @@ advance(CjScanState *st, CjWorker *w)
 			open_cursor(st, w);
 			continue;
 		}
-		if (w->batch == NULL && !w->in_flight && w->exhausted)
+		if (w->batch == NULL && !w->in_flight && w->exhausted && w->drained == NIL)
 		{
 			CjExecTask *next;
 
@@ -1279,6 +1283,81 @@ settle_connection(void *owner, CjConnection *conn)
 }
 
 /*
+ * yield_connection
+ *		Another scan of this statement must read through conn, which this
+ *		scan owns: the write connection of a node this transaction wrote on,
+ *		the only one that sees the writes (a join of two scans of the node,
+ *		a scan nested in another's rows).  Each worker of this scan there
+ *		reads its command in flight, then the rest of its cursor (FETCH
+ *		ALL; the rows wait in memory as its next batches), and the
+ *		connection is free; the other scan's cursor replaces this one.  A
+ *		worker that has more tasks takes the connection back the same way
+ *		when it starts the next (claim_connection).
+ */
+static void
+yield_connection(CjScanState *st, CjConnection *conn)
+{
+	int			i;
+
+	settle_connection(st, conn);
+	for (i = 0; i < st->nworkers; i++)
+	{
+		CjWorker   *w = &st->workers[i];
+		PGconn	   *pg;
+		PGresult   *res;
+
+		/* a cursor to reopen in text starts again when it gets its turn */
+		if (w->conn != conn || w->task == NULL || w->exhausted || w->rerun_in_text)
+			continue;
+		send_command(w, "FETCH ALL FROM " CJ_CURSOR_NAME, w->task);
+		pg = cj_conn_pgconn(conn);
+		for (;;)
+		{
+			while (PQisBusy(pg))
+				cj_conn_await_input(conn, task_context(w->task));
+			res = PQgetResult(pg);
+			if (res == NULL)
+				break;
+			if (PQresultStatus(res) != PGRES_TUPLES_OK)
+			{
+				PG_TRY();
+				{
+					cj_report_remote_error(ERROR, conn, res, task_context(w->task));
+				}
+				PG_FINALLY();
+				{
+					PQclear(res);
+				}
+				PG_END_TRY();
+			}
+			if (PQntuples(res) > 0)
+				w->drained = lappend(w->drained, res);
+			else
+				PQclear(res);
+		}
+		w->in_flight = false;
+		cj_conn_end_async(conn);
+		w->exhausted = true;
+	}
+	cj_conn_set_owner(conn, NULL);
+}
+
+/*
+ * claim_connection
+ *		w's scan reads through w's connection from now on, taking it from
+ *		the scan of the statement that holds it (yield_connection).
+ */
+static void
+claim_connection(CjScanState *st, CjWorker *w)
+{
+	CjScanState *owner = (CjScanState *) cj_conn_owner(w->conn);
+
+	if (owner != NULL && owner != st)
+		yield_connection(owner, w->conn);
+	cj_conn_set_owner(w->conn, st);
+}
+
+/*
  * next_row
  *		The access method of ExecScan: a row from whichever node has one,
  *		staying with the same connection while its batch lasts.
@@ -1359,12 +1438,26 @@ cj_exec_scan(CustomScanState *node)
 static void
 release_batches(CjWorker *w)
 {
+	ListCell   *lc;
+
 	if (w->batch)
 		PQclear(w->batch);
 	if (w->pending)
 		PQclear(w->pending);
+	foreach(lc, w->drained)
+		PQclear((PGresult *) lfirst(lc));
+	list_free(w->drained);
 	w->batch = NULL;
 	w->pending = NULL;
+	w->drained = NIL;
+}
+
+/* the scan no longer reads through w's connection (unless another took it) */
+static void
+release_connection(CjScanState *st, CjWorker *w)
+{
+	if (w->conn && cj_conn_owner(w->conn) == st)
+		cj_conn_set_owner(w->conn, NULL);
 }
 
 /*
@@ -1394,8 +1487,7 @@ stop_workers(CjScanState *st)
 			w->task->done = true;
 			w->task = NULL;
 		}
-		if (w->conn)
-			cj_conn_set_owner(w->conn, NULL);
+		release_connection(st, w);
 	}
 }
 
@@ -1413,8 +1505,8 @@ release_on_reset(void *arg)
 	{
 		release_batches(&st->workers[i]);
 		/* the connection is free again (a dead transaction resets it too) */
-		if (st->workers[i].conn && st->started)
-			cj_conn_set_owner(st->workers[i].conn, NULL);
+		if (st->started)
+			release_connection(st, &st->workers[i]);
 	}
 }
 

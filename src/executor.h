@@ -81,6 +81,9 @@ typedef struct CjWorker
 	PGresult   *batch;			/* rows being returned */
 	int			batch_row;		/* the next of them */
 	PGresult   *pending;		/* the next batch, arrived early */
+	List	   *drained;		/* the cursor's last rows (PGresult *), read
+								 * to its end when another scan of the
+								 * statement needed the connection */
 	char	   *begin_sql;		/* remote transaction start to send first */
 } CjWorker;
 
