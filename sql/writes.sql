@@ -410,6 +410,18 @@ SELECT twin('SELECT a.o_id, b.o_id AS b_id FROM orders a JOIN orders b ON b.o_id
 INSERT INTO lines SELECT 10000, g, g % 13, g % 100 FROM generate_series(1, 15000) g;
 INSERT INTO lines_l SELECT 10000, g, g % 13, g % 100 FROM generate_series(1, 15000) g;
 SELECT twin('SELECT l.l_no, CASE WHEN l.l_no % 5000 = 1 THEN (SELECT count(*) FROM orders o WHERE o.o_cust = l.l_qty) END AS c FROM lines l WHERE l.l_order = 10000') AS long_scan_with_subquery;
+-- a write whose rows come from a scan of the nodes it writes on (the
+-- scan reads everything it needs there first: it never sees the write);
+-- into the same table too
+INSERT INTO lines SELECT l_order + 30000, l_no, l_qty, l_price FROM lines WHERE l_order < 60;
+INSERT INTO lines_l SELECT l_order + 30000, l_no, l_qty, l_price FROM lines_l WHERE l_order < 60;
+INSERT INTO orders SELECT o_id + 20000, o_cust, o_total, 'copy' FROM orders WHERE o_id < 50 OR o_id > 7000;
+INSERT INTO orders_l SELECT o_id + 20000, o_cust, o_total, 'copy' FROM orders_l WHERE o_id < 50 OR o_id > 7000;
+SELECT same('orders', 'orders_l') AS orders_now, same('lines', 'lines_l') AS lines_now;
+-- rows found by a join colojoin does not run (by ctid): refused, clearly
+SAVEPOINT s_ctid;
+DELETE FROM orders WHERE o_id IN (SELECT l_qty FROM lines);
+ROLLBACK TO s_ctid;
 -- and a write after such reads still commits with them
 UPDATE orders SET o_note = 'turned' WHERE o_id = 7100;
 UPDATE orders_l SET o_note = 'turned' WHERE o_id = 7100;

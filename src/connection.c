@@ -125,6 +125,7 @@ struct CjConnection
 
 	/* colojoin's write path changed rows here (two-phase commit applies) */
 	bool		dml;
+	uint64		last_write;		/* write_tick at its last write */
 	/* a move put temporary tables here (such a transaction cannot PREPARE) */
 	bool		used_temp;
 	/* prepared as gid in pre-commit; COMMIT PREPARED follows the local commit */
@@ -991,6 +992,27 @@ cj_conn_owner(CjConnection *conn)
 }
 
 static CjSettleHook settle_hook = NULL;
+static CjSettleHook yield_hook = NULL;
+
+void
+cj_conn_set_yield_hook(CjSettleHook hook)
+{
+	yield_hook = hook;
+}
+
+static uint64 write_tick = 0;
+
+uint64
+cj_conn_write_tick(void)
+{
+	return write_tick;
+}
+
+uint64
+cj_conn_last_write(CjConnection *conn)
+{
+	return conn->last_write;
+}
 
 /*
  * cj_conn_await_input
@@ -3407,6 +3429,9 @@ cj_get_write_connection(Oid serverid, Oid userid)
 
 	if (slot >= 0)
 	{
+		c = lookup_entry(serverid, userid, slot, false);
+		if (c != NULL && c->owner != NULL && yield_hook != NULL)
+			yield_hook(c->owner, c);
 		if (cj_connection_busy(serverid, userid, slot))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),
@@ -3474,6 +3499,7 @@ cj_conn_note_dml(CjConnection *conn)
 {
 	cj_conn_note_write(conn, NULL, NULL);
 	conn->dml = true;
+	conn->last_write = ++write_tick;
 	cj_deadlock_note_writer(conn->key.serverid, PQbackendPID(conn->conn));
 }
 

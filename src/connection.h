@@ -208,6 +208,17 @@ typedef void (*CjSettleHook) (void *owner, CjConnection *conn);
  */
 extern void cj_conn_await_input(CjConnection *conn, const char *context);
 extern void cj_conn_set_settle_hook(CjSettleHook hook);
+
+/*
+ * cj_conn_set_yield_hook: how a write gets the write connection back from
+ * the scan that reads through it (the rows the write takes, say): the
+ * owner reads every row it still needs from there and lets it go.
+ * cj_conn_write_tick: a counter of this backend's writes through its
+ * connections; cj_conn_last_write: its value at conn's last write.
+ */
+extern void cj_conn_set_yield_hook(CjSettleHook hook);
+extern uint64 cj_conn_write_tick(void);
+extern uint64 cj_conn_last_write(CjConnection *conn);
 extern void cj_conn_set_cursor_open(CjConnection *conn, bool open);
 
 /*

@@ -23,6 +23,7 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/transam.h"
+#include "catalog/heap.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_namespace.h"
@@ -1457,6 +1458,13 @@ deparse_node(Node *node, DeparseState *st)
 
 				if (st->ctx->var_name != NULL)
 					name = st->ctx->var_name(var, st->ctx->var_arg);
+				if (name == NULL && var->varattno < 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("colojoin cannot read system column \"%s\" of a sharded table on its nodes",
+									NameStr(SystemAttributeDefinition(var->varattno)->attname)),
+							 errdetail("Once a transaction wrote through colojoin it reads sharded tables only through colojoin's scans, which return no system columns; an UPDATE or DELETE that colojoin does not run on the nodes finds its rows by ctid."),
+							 errhint("Run the statement before the transaction's first write through colojoin, or join the tables on their partition keys so that colojoin runs it on the nodes.")));
 				if (name == NULL)
 					elog(ERROR, "colojoin: column %d of range table entry %d cannot be referenced on a node",
 						 var->varattno, var->varno);

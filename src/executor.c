@@ -51,6 +51,7 @@ static void cj_end_scan(CustomScanState *node);
 static void cj_rescan(CustomScanState *node);
 static void release_on_reset(void *arg);
 static void claim_connection(CjScanState *st, CjWorker *w);
+static void drain_results(CjScanState *st, CjWorker *w, CjExecTask *task);
 static void release_batches(CjWorker *w);
 
 static CustomExecMethods cj_exec_methods = {
@@ -97,6 +98,8 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 	TupleDesc	desc = node->ss.ss_ScanTupleSlot->tts_tupleDescriptor;
 	ListCell   *lc;
 	int			i;
+
+	st->begin_write_tick = cj_conn_write_tick();
 
 	/* a nested loop's inner side without parameters: rescans will come */
 	st->record = (eflags & EXEC_FLAG_REWIND) != 0 && cscan->custom_exprs == NIL;
@@ -456,18 +459,24 @@ execution_names(CjScanState *st, const char *sql)
  *		Open the cursor of the worker's task and fetch its first batch, in
  *		one round trip, closing the connection's previous cursor on the way.
  */
+static char *
+cursor_sql(CjScanState *st, CjWorker *w, CjExecTask *task, const char *fetch)
+{
+	return psprintf("%s%sDECLARE " CJ_CURSOR_NAME " %sNO SCROLL CURSOR FOR %s; "
+					"FETCH %s FROM " CJ_CURSOR_NAME,
+					w->begin_sql ? w->begin_sql : "",
+					cj_conn_cursor_open(w->conn) ? "CLOSE " CJ_CURSOR_NAME "; " : "",
+					st->decoder.binary &&
+					cj_node_binary_compatible(cj_conn_pgconn(w->conn)) ?
+					"BINARY " : "",
+					execution_names(st, inline_params(st, task->sql)),
+					fetch);
+}
+
 static void
 open_cursor(CjScanState *st, CjWorker *w)
 {
-	char	   *sql = psprintf("%s%sDECLARE " CJ_CURSOR_NAME " %sNO SCROLL CURSOR FOR %s; "
-							   "FETCH %d FROM " CJ_CURSOR_NAME,
-							   w->begin_sql ? w->begin_sql : "",
-							   cj_conn_cursor_open(w->conn) ? "CLOSE " CJ_CURSOR_NAME "; " : "",
-							   st->decoder.binary &&
-							   cj_node_binary_compatible(cj_conn_pgconn(w->conn)) ?
-							   "BINARY " : "",
-							   execution_names(st, inline_params(st, w->task->sql)),
-							   CJ_FETCH_SIZE);
+	char	   *sql = cursor_sql(st, w, w->task, CppAsString2(CJ_FETCH_SIZE));
 
 	w->exhausted = false;
 	w->first_batch = true;
@@ -1303,40 +1312,12 @@ yield_connection(CjScanState *st, CjConnection *conn)
 	for (i = 0; i < st->nworkers; i++)
 	{
 		CjWorker   *w = &st->workers[i];
-		PGconn	   *pg;
-		PGresult   *res;
 
 		/* a cursor to reopen in text starts again when it gets its turn */
 		if (w->conn != conn || w->task == NULL || w->exhausted || w->rerun_in_text)
 			continue;
 		send_command(w, "FETCH ALL FROM " CJ_CURSOR_NAME, w->task);
-		pg = cj_conn_pgconn(conn);
-		for (;;)
-		{
-			while (PQisBusy(pg))
-				cj_conn_await_input(conn, task_context(w->task));
-			res = PQgetResult(pg);
-			if (res == NULL)
-				break;
-			if (PQresultStatus(res) != PGRES_TUPLES_OK)
-			{
-				PG_TRY();
-				{
-					cj_report_remote_error(ERROR, conn, res, task_context(w->task));
-				}
-				PG_FINALLY();
-				{
-					PQclear(res);
-				}
-				PG_END_TRY();
-			}
-			if (PQntuples(res) > 0)
-				w->drained = lappend(w->drained, res);
-			else
-				PQclear(res);
-		}
-		w->in_flight = false;
-		cj_conn_end_async(conn);
+		drain_results(st, w, w->task);
 		w->exhausted = true;
 	}
 	cj_conn_set_owner(conn, NULL);
@@ -1354,7 +1335,108 @@ claim_connection(CjScanState *st, CjWorker *w)
 
 	if (owner != NULL && owner != st)
 		yield_connection(owner, w->conn);
+
+	/*
+	 * A cursor declared after this statement wrote through the connection
+	 * would see those writes, which the scan must not (its first cursors
+	 * did not): a write takes every row a scan needs from there first
+	 * (yield_for_write), so this is only a scan the write did not know.
+	 */
+	if (cj_conn_last_write(w->conn) > st->begin_write_tick)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("colojoin cannot read node \"%s\" again after this statement wrote there",
+						cj_node_name(w->serverid)),
+				 errdetail("Its reads and writes there share the one connection that sees the transaction's writes, and the rest of this scan would see the statement's own writes."),
+				 errhint("Split the statement, or run it before the transaction's first write through colojoin.")));
 	cj_conn_set_owner(w->conn, st);
+}
+
+/* the results of cursor commands sent on w's connection, read to the end */
+static void
+drain_results(CjScanState *st, CjWorker *w, CjExecTask *task)
+{
+	PGconn	   *pg = cj_conn_pgconn(w->conn);
+	PGresult   *res;
+
+	for (;;)
+	{
+		while (PQisBusy(pg))
+			cj_conn_await_input(w->conn, task_context(task));
+		res = PQgetResult(pg);
+		if (res == NULL)
+			break;
+		if (PQresultStatus(res) == PGRES_COMMAND_OK)
+		{
+			PQclear(res);
+			continue;
+		}
+		if (PQresultStatus(res) != PGRES_TUPLES_OK ||
+			!cj_decoder_accepts(&st->decoder, res))
+		{
+			PG_TRY();
+			{
+				if (PQresultStatus(res) == PGRES_TUPLES_OK)
+					ereport(ERROR,
+							(errcode(ERRCODE_DATATYPE_MISMATCH),
+							 errmsg("colojoin cannot read %s before this statement's write: its rows are not of the declared types",
+									task_context(task))));
+				cj_report_remote_error(ERROR, w->conn, res, task_context(task));
+			}
+			PG_FINALLY();
+			{
+				PQclear(res);
+			}
+			PG_END_TRY();
+		}
+		if (PQntuples(res) > 0)
+			w->drained = lappend(w->drained, res);
+		else
+			PQclear(res);
+	}
+	w->in_flight = false;
+	cj_conn_end_async(w->conn);
+}
+
+/*
+ * yield_for_write
+ *		A write of this statement needs conn, which st reads through: st
+ *		reads the rest of its cursor there and runs every task it still has
+ *		on that node to its end now (the rows wait in memory as its next
+ *		batches), so that nothing it reads can see the statement's writes;
+ *		then the connection is the write's.
+ */
+static void
+yield_for_write(void *owner, CjConnection *conn)
+{
+	CjScanState *st = (CjScanState *) owner;
+	int			i;
+
+	yield_connection(st, conn);
+	for (i = 0; i < st->nworkers; i++)
+	{
+		CjWorker   *w = &st->workers[i];
+		CjExecTask *task;
+
+		if (w->conn != conn)
+			continue;
+		while ((task = next_task_for(st, w->serverid)) != NULL)
+		{
+			task->runs++;
+			if (w->task == NULL)
+			{
+				w->task = task;
+				INSTR_TIME_SET_CURRENT(w->started);
+			}
+			else
+				task->done = true;	/* its rows count as the current task's */
+			send_command(w, cursor_sql(st, w, task, "ALL"), task);
+			cj_conn_set_cursor_open(conn, true);
+			drain_results(st, w, task);
+		}
+		w->exhausted = true;
+	}
+	cj_conn_set_owner(conn, NULL);
 }
 
 /*
@@ -1639,4 +1721,5 @@ cj_executor_init(void)
 	ProcessUtility_hook = cj_process_utility;
 	RegisterXactCallback(reset_write_tracking, NULL);
 	cj_conn_set_settle_hook(settle_connection);
+	cj_conn_set_yield_hook(yield_for_write);
 }

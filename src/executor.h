@@ -141,6 +141,10 @@ typedef struct CjScanState
 	struct Tuplestorestate *replay;
 	TupleTableSlot *replay_slot;	/* replay's rows are read into this */
 	uint32		exec_id;		/* this execution, for temporary table names */
+	uint64		begin_write_tick;	/* cj_conn_write_tick when the plan
+									 * started: a cursor declared on a
+									 * connection written since would see
+									 * the statement's own writes */
 	int			nworkers;
 	CjWorker   *workers;
 	int			current;		/* worker last returning a row */
