@@ -418,6 +418,16 @@ INSERT INTO lines_l SELECT l_order + 30000, l_no, l_qty, l_price FROM lines_l WH
 INSERT INTO orders SELECT o_id + 20000, o_cust, o_total, 'copy' FROM orders WHERE o_id < 50 OR o_id > 7000;
 INSERT INTO orders_l SELECT o_id + 20000, o_cust, o_total, 'copy' FROM orders_l WHERE o_id < 50 OR o_id > 7000;
 SELECT same('orders', 'orders_l') AS orders_now, same('lines', 'lines_l') AS lines_now;
+-- UPDATE ... FROM and DELETE ... USING colocated tables, after writes
+UPDATE orders SET o_total = o_total + l.l_qty FROM lines l WHERE l.l_order = orders.o_id AND l.l_no = 1;
+UPDATE orders_l SET o_total = o_total + l.l_qty FROM lines_l l WHERE l.l_order = orders_l.o_id AND l.l_no = 1;
+DELETE FROM lines USING orders o WHERE o.o_id = lines.l_order AND o.o_id < 30 AND o.o_total > 2;
+DELETE FROM lines_l USING orders_l o WHERE o.o_id = lines_l.l_order AND o.o_id < 30 AND o.o_total > 2;
+SELECT same('orders', 'orders_l') AS orders_now, same('lines', 'lines_l') AS lines_now;
+-- whole rows are not what colojoin's scans return: refused, clearly
+SAVEPOINT s_row;
+SELECT count(o::text) FROM orders o;
+ROLLBACK TO s_row;
 -- rows found by a join colojoin does not run (by ctid): refused, clearly
 SAVEPOINT s_ctid;
 DELETE FROM orders WHERE o_id IN (SELECT l_qty FROM lines);

@@ -1458,6 +1458,12 @@ deparse_node(Node *node, DeparseState *st)
 
 				if (st->ctx->var_name != NULL)
 					name = st->ctx->var_name(var, st->ctx->var_arg);
+				if (name == NULL && var->varattno == 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+							 errmsg("colojoin cannot read whole rows of a sharded table on its nodes"),
+							 errdetail("Once a transaction wrote through colojoin it reads sharded tables only through colojoin's scans, which return columns, not whole-row values."),
+							 errhint("Name the columns (SELECT t.a, t.b) instead of the row (SELECT t), or run the statement before the transaction's first write through colojoin.")));
 				if (name == NULL && var->varattno < 0)
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

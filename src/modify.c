@@ -47,6 +47,7 @@
 #include "twophase.h"
 
 bool		cj_planning_insert_source = false;
+bool		cj_planning_write_pruning = false;
 
 /* a table the remote statement reads: the target or a colocated one */
 typedef struct WriteRel
@@ -583,8 +584,21 @@ plan_update_delete(Query *parse, const char *query_string, int cursorOptions,
 	if (!colocated_rels(parse, target, others, quals, &space))
 		return NULL;
 
-	/* PostgreSQL's own plan says which leaves survive pruning */
-	stmt = plan_fn(copyObject(parse), query_string, cursorOptions, boundParams);
+	/*
+	 * PostgreSQL's own plan says which leaves survive pruning; colojoin's
+	 * statements replace it, so after a write its scans need not be
+	 * colojoin's (they could not give the row identities it asks for).
+	 */
+	cj_planning_write_pruning = true;
+	PG_TRY();
+	{
+		stmt = plan_fn(copyObject(parse), query_string, cursorOptions, boundParams);
+	}
+	PG_FINALLY();
+	{
+		cj_planning_write_pruning = false;
+	}
+	PG_END_TRY();
 	if (!IsA(stmt->planTree, ModifyTable))
 		return NULL;
 	foreach(lc, stmt->resultRelations)

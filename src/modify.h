@@ -84,6 +84,13 @@ extern bool cj_write_target(Oid relid, const char **why);
  */
 extern bool cj_planning_insert_source;
 
+/*
+ * true while PostgreSQL plans an UPDATE or DELETE only to learn which
+ * leaves survive pruning (the plan is replaced by colojoin's statements):
+ * its scans are left as PostgreSQL makes them, even after a write
+ */
+extern bool cj_planning_write_pruning;
+
 extern CustomScanMethods cj_modify_scan_methods;
 extern void cj_modify_init(void);
 

@@ -138,7 +138,7 @@ cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (rti == (Index) root->parse->resultRelation)
 		return;
 	if (!(cj_xact_has_dml() || cj_planning_insert_source ||
-		  cj_health_primary_stale(rte->relid)))
+		  cj_health_primary_stale(rte->relid)) || cj_planning_write_pruning)
 		return;
 
 	/* joins of its partitions would be postgres_fdw's */
