@@ -12,7 +12,10 @@
  *	  remote transactions, cancellation on abort and error reporting with
  *	  the node's name are connection.c's; EXPLAIN output is explain.c's.
  *	  It also notices writes to shards, after which a colocated join could
- *	  not see this transaction's own changes.
+ *	  not see this transaction's own changes, and, once colojoin wrote on a
+ *	  node, has the scans and writes of a statement take turns on its one
+ *	  writing connection (claim_connection, yield_connection,
+ *	  yield_for_write).
  *
  *-------------------------------------------------------------------------
  */
@@ -455,9 +458,10 @@ execution_names(CjScanState *st, const char *sql)
 }
 
 /*
- * open_cursor
- *		Open the cursor of the worker's task and fetch its first batch, in
- *		one round trip, closing the connection's previous cursor on the way.
+ * cursor_sql
+ *		The command that opens task's cursor on w's connection and fetches
+ *		its first rows (fetch: a count, or ALL), closing the connection's
+ *		previous cursor on the way.
  */
 static char *
 cursor_sql(CjScanState *st, CjWorker *w, CjExecTask *task, const char *fetch)
@@ -473,6 +477,11 @@ cursor_sql(CjScanState *st, CjWorker *w, CjExecTask *task, const char *fetch)
 					fetch);
 }
 
+/*
+ * open_cursor
+ *		Open the cursor of the worker's task and fetch its first batch, in
+ *		one round trip, the connection taken from any other scan first.
+ */
 static void
 open_cursor(CjScanState *st, CjWorker *w)
 {
