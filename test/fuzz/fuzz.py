@@ -77,6 +77,8 @@ FEATURES = {
     'dual-repartition': 'two sharded tables joined on columns that are no partition key (inner, outer, '
                         'semi, anti; both sides repartitioned, or one broadcast), some with '
                         'Redistribute(a1 a2)',
+    'read-after-write': 'the query run in a transaction that first wrote through colojoin (a row of one '
+                        'of its sharded tables copied again, on both sides), rolled back after',
 }
 
 ROW_CAP = 50000          # rows read of one side before giving up (both: skipped)
@@ -771,6 +773,7 @@ class Query:
         self.wsel = []       # (alias wN, window function call) in the output
         self.windows = []    # (name, spec) of the WINDOW clause
         self.wfilter = []    # conditions on wN of an outer query over the window query
+        self.raw = None      # a sharded table written first, in the query's transaction
 
     def copy(self):
         import copy
@@ -1919,6 +1922,26 @@ $f$;
 
 CREATE UNLOGGED TABLE fz_m.side (q text, rows text[], err text, ms float8);
 
+-- read after write: one row of table t copied again, through colojoin on
+-- the sharded side and plainly on the local one (columns named: the two
+-- may order them differently); both or neither
+CREATE FUNCTION fz_m.raw_write(t text) RETURNS text
+LANGUAGE plpgsql AS $f$
+DECLARE
+	cols text;
+BEGIN
+	SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) INTO cols FROM pg_attribute
+	WHERE attrelid = ('fz_l.' || quote_ident(t))::regclass AND attnum > 0 AND NOT attisdropped;
+	BEGIN
+		EXECUTE format('INSERT INTO fz_s.%%I (%%s) SELECT %%s FROM fz_l.%%I LIMIT 1', t, cols, cols, t);
+		EXECUTE format('INSERT INTO fz_l.%%I (%%s) SELECT %%s FROM fz_l.%%I LIMIT 1', t, cols, cols, t);
+	EXCEPTION WHEN OTHERS THEN
+		RETURN 'not written: ' || SQLERRM;
+	END;
+	RETURN 'written';
+END
+$f$;
+
 -- the sharded side, in a statement of its own (its own statement_timeout)
 CREATE FUNCTION fz_m.run_sharded(q text, args text, mode text, gucs text[]) RETURNS void
 LANGUAGE plpgsql AS $f$
@@ -2091,10 +2114,14 @@ def chk_calls(q, tag):
 
     def arr(kvs):
         return 'NULL' if not kvs else 'ARRAY[%s]' % ', '.join(q_lit(x) for kv in kvs for x in kv)
-    return ("SELECT fz_m.run_sharded($fzq$%s$fzq$, %s, '%s', %s);\n"
-            "SELECT %s || coalesce(fz_m.chk($fzq$%s$fzq$, %s, '%s', %s), 'NULL');\n"
-            % (sql, q_lit(args), mode, arr(q.gucs + q.sess), q_lit(tag), sql, q_lit(args), mode,
-               arr(q.sess)))
+    calls = ("SELECT fz_m.run_sharded($fzq$%s$fzq$, %s, '%s', %s);\n"
+             "SELECT %s || coalesce(fz_m.chk($fzq$%s$fzq$, %s, '%s', %s), 'NULL');\n"
+             % (sql, q_lit(args), mode, arr(q.gucs + q.sess), q_lit(tag), sql, q_lit(args), mode,
+                arr(q.sess)))
+    if q.raw:
+        calls = ("BEGIN;\nSELECT fz_m.raw_write(%s) AS fz_raw \\gset\n%sROLLBACK;\n"
+                 % (q_lit(q.raw), calls))
+    return calls
 
 
 def run_batch(pg, queries, ids):
@@ -2128,16 +2155,33 @@ def run_one(pg, q):
     rc, out, err = pg.psql("SET statement_timeout = '30s';\n" + chk_calls(q, ''), stop=False, timeout=300)
     res = out.strip().splitlines()
     if rc == 0 and res:
-        return res[-1]
+        return classify(q, res[-1])
     pg.wait_up()
     return 'CRASH ' + err.strip().replace('\n', ' ')[:400]
 
 
+# What colojoin refuses, with these errors, once a transaction wrote through
+# it (README, Writes: read your writes): a query it cannot run itself would
+# read a written node through postgres_fdw, around the writes.
+RAW_REFUSALS = (r'^ERROR 0A000 cannot read or write node "[^"]*" through postgres_fdw after this '
+                r'transaction wrote there through colojoin',
+                r'^ERROR 0A000 colojoin cannot read whole rows of a sharded table on its nodes',
+                r'^ERROR 0A000 colojoin cannot read system column "[^"]*" of a sharded table')
+
+
+def classify(q, res):
+    """a refusal after a write (RAWREFUSED) of a query run after one"""
+    if q.raw and any(re.match(p, res) for p in RAW_REFUSALS):
+        return 'RAWREFUSED ' + res[len('ERROR '):]
+    return res
+
+
 def failed(res):
-    """a forcing hint refused on the sharded side only (HINTREFUSED) is
-    what colojoin promises, not a failure"""
+    """a forcing hint refused on the sharded side only (HINTREFUSED), and
+    a documented refusal after a write (RAWREFUSED), are what colojoin
+    promises, not failures"""
     return not (res == 'OK' or res.startswith('BOTHERROR') or res.startswith('SKIP')
-                or res.startswith('HINTREFUSED'))
+                or res.startswith('HINTREFUSED') or res.startswith('RAWREFUSED'))
 
 
 def signature(res):
@@ -2297,6 +2341,9 @@ def main():
                     help='share of the queries of feature moved-joins (default 0.12)')
     ap.add_argument('--lateral-share', type=float, default=0.15,
                     help='share of the other queries given a LATERAL subquery (default 0.15)')
+    ap.add_argument('--raw-share', type=float, default=0.15,
+                    help='share of the queries run after a write in their transaction, feature '
+                         'read-after-write (default 0.15)')
     ap.add_argument('--keep', action='store_true', help='leave the tables in place at the end')
     ap.add_argument('--show', action='store_true', help='print the world and the queries, run nothing')
     ap.add_argument('-v', '--verbose', action='store_true')
@@ -2326,6 +2373,7 @@ def main():
     stats = {}
     both = {}
     refused = {}
+    rawref = {}
     if excl:
         log('fuzz: leaving out %s' % ', '.join(sorted(excl)))
     while total < args.count:
@@ -2341,6 +2389,13 @@ def main():
         qg.moved_share = args.moved_share
         qg.lat_share = args.lateral_share
         queries = [qg.gen() for _ in range(n)]
+        if 'read-after-write' in feats:
+            # a generator of its own: the other features' queries stay those of the seed
+            wrng = random.Random(wseed * 13 + 5)
+            for q in queries:
+                sharded = sorted(t for t in tables_of(q, w) if re.match(r'tab\d+$', t))
+                if sharded and wrng.random() < args.raw_share:
+                    q.raw = wrng.choice(sharded)
         if args.show:
             for t in w.tables + w.dims:
                 log('-- ' + w.describe(t))
@@ -2364,11 +2419,15 @@ def main():
             log('fuzz: world %d: %s (setup %.1fs)' % (wseed, '; '.join(w.describe(t) for t in w.tables + w.dims),
                                                      time.time() - tw))
         res = run_batch(pg, queries, range(n))
+        for i in res:
+            res[i] = classify(queries[i], res[i])
         total += n
         for i in range(n):
             r = res.get(i, 'CRASH')
             kind = r.split(' ')[0]
             stats[kind] = stats.get(kind, 0) + 1
+            if kind == 'RAWREFUSED':
+                rawref[signature(r)] = rawref.get(signature(r), 0) + 1
             if kind == 'HINTREFUSED':
                 hr = re.sub(r'"/\*\+ [^"]*\*/"', '"..."', r.split('DETAIL: ', 1)[-1])
                 refused[signature(hr)] = refused.get(signature(hr), 0) + 1
@@ -2395,6 +2454,8 @@ def main():
                 log('  settings (sharded run): ' + ', '.join('%s=%s' % kv for kv in queries[i].gucs))
             if queries[i].sess:
                 log('  settings (both runs): ' + ', '.join('%s=%s' % kv for kv in queries[i].sess))
+            if queries[i].raw:
+                log('  in a transaction that first copied a row of %s again (fz_m.raw_write)' % queries[i].raw)
             if reduced_here.get(sig, 0) >= args.reduce_per_class or (cl[1] is not None and cl[0] > 3):
                 continue
             reduced_here[sig] = reduced_here.get(sig, 0) + 1
@@ -2432,6 +2493,8 @@ def main():
         log('fuzz:   %d x error on both sides (fine): %s' % (cnt, sig))
     for sig, cnt in sorted(refused.items(), key=lambda x: -x[1]):
         log('fuzz:   %d x hint refused (fine): %s' % (cnt, sig))
+    for sig, cnt in sorted(rawref.items(), key=lambda x: -x[1]):
+        log('fuzz:   %d x refused after a write (documented): %s' % (cnt, sig))
     log('fuzz: %d queries, %d failures' % (total, nfail))
     sys.exit(1 if nfail else 0)
 
