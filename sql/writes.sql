@@ -424,10 +424,9 @@ UPDATE orders_l SET o_total = o_total + l.l_qty FROM lines_l l WHERE l.l_order =
 DELETE FROM lines USING orders o WHERE o.o_id = lines.l_order AND o.o_id < 30 AND o.o_total > 2;
 DELETE FROM lines_l USING orders_l o WHERE o.o_id = lines_l.l_order AND o.o_id < 30 AND o.o_total > 2;
 SELECT same('orders', 'orders_l') AS orders_now, same('lines', 'lines_l') AS lines_now;
--- whole rows are not what colojoin's scans return: refused, clearly
-SAVEPOINT s_row;
-SELECT count(o::text) FROM orders o;
-ROLLBACK TO s_row;
+-- whole rows, of a table and of the null-extended side of a join
+SELECT twin('SELECT o FROM orders o WHERE o.o_id > 6990') AS whole_rows;
+SELECT twin('SELECT o.o_id, l FROM orders o LEFT JOIN lines l ON l.l_order = o.o_cust WHERE o.o_id > 6990') AS whole_rows_outer;
 -- rows found by a join colojoin does not run (by ctid): refused, clearly
 SAVEPOINT s_ctid;
 DELETE FROM orders WHERE o_id IN (SELECT l_qty FROM lines);

@@ -34,6 +34,8 @@
 #include "row_decode.h"
 #include "size_cache.h"
 
+static char *whole_row(CjBaseRel *br);
+
 static int
 base_index_for_varno(CjJoinGroup *g, Index varno)
 {
@@ -65,7 +67,7 @@ name_var(Var *var, void *arg)
 
 	if (i < 0 && var->varattno > 0 && var->varlevelsup == 0)
 		return cj_lateral_var_name(sc->g->tree, var);
-	if (i < 0 || var->varattno <= 0 || var->varlevelsup != 0)
+	if (i < 0 || var->varattno < 0 || var->varlevelsup != 0)
 		return NULL;
 	br = list_nth(sc->g->rels, i);
 	if (sc->hidden != NULL && sc->hidden[i] > 0)
@@ -75,8 +77,48 @@ name_var(Var *var, void *arg)
 				 br->alias);
 		return psprintf("NULL::%s", cj_type_name(var->vartype, var->vartypmod));
 	}
+	if (var->varattno == 0)
+		return whole_row(br);
 	return psprintf("r%u.%s", br->rtindex,
 					cj_quote_ident(get_attname(br->relid, var->varattno, false)));
+}
+
+/*
+ * whole_row
+ *		A whole-row value of br as the node computes it: a row of its
+ *		columns in the coordinator's order (its text form is what the
+ *		table's row type reads back), NULL when the join null-extends it.
+ *		The node's own whole-row value is NULL exactly then (a row of NULL
+ *		columns is a value whose text is not NULL), but its columns follow
+ *		the remote table's order, hence ROW().  PostgreSQL asks for it
+ *		only where colojoin plans a single table's scan after a write
+ *		(read_after_write.c); the planner keeps it out of joins.
+ */
+static char *
+whole_row(CjBaseRel *br)
+{
+	Relation	rel = RelationIdGetRelation(br->relid);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData buf;
+	int			a;
+	bool		first = true;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CASE WHEN (r%u)::pg_catalog.text IS NULL THEN NULL ELSE ROW(",
+					 br->rtindex);
+	for (a = 0; a < desc->natts; a++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, a);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(&buf, "%sr%u.%s", first ? "" : ", ", br->rtindex,
+						 cj_quote_ident(NameStr(att->attname)));
+		first = false;
+	}
+	appendStringInfoString(&buf, ") END");
+	RelationClose(rel);
+	return buf.data;
 }
 
 /* add delta to the hiding counts of every table below t (see name_var) */
