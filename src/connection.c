@@ -474,6 +474,25 @@ side_connection(CjConnection *c)
 							&why);
 }
 
+
+/*
+ * end_hopeless_wait
+ *		c's command waits for a lock it will never get (a deadlock across
+ *		nodes, or its own sibling connection holding it): cancel it, read
+ *		what is left, and restart the remote transaction, which the caller's
+ *		ERROR aborts.
+ */
+static void
+end_hopeless_wait(CjConnection *c)
+{
+	quiet_cancel(c);
+	(void) quiet_drain(c->conn,
+					   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   CJ_CLEANUP_TIMEOUT_MS),
+					   NULL);
+	c->in_flight = false;
+	c->needs_restart = true;
+}
 /*
  * check_remote_wait
  *		c's command of a transaction that wrote through colojoin has been
@@ -515,13 +534,7 @@ check_remote_wait(CjConnection *c, const char *context)
 		return;
 	}
 
-	quiet_cancel(c);
-	(void) quiet_drain(c->conn,
-					   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												   CJ_CLEANUP_TIMEOUT_MS),
-					   NULL);
-	c->in_flight = false;
-	c->needs_restart = true;
+	end_hopeless_wait(c);
 	cj_deadlock_end_wait();
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
@@ -584,13 +597,7 @@ check_self_wait(CjConnection *c, const char *context)
 		return;
 
 	/* end the wait: cancel c's command, then say who waited for whom */
-	quiet_cancel(c);
-	(void) quiet_drain(c->conn,
-					   TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												   CJ_CLEANUP_TIMEOUT_MS),
-					   NULL);
-	c->in_flight = false;
-	c->needs_restart = true;
+	end_hopeless_wait(c);
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
 			 errmsg("colojoin's connection to node \"%s\" waits for a lock its own connection to node \"%s\" holds",

@@ -866,13 +866,26 @@ pin_output_settings(DeparseState *st)
 {
 	if (st->guc_nest > 0)
 		return;
-	st->guc_nest = NewGUCNestLevel();
+	st->guc_nest = cj_pin_node_output_settings();
+}
+
+/*
+ * cj_pin_node_output_settings
+ *		See deparse.h: the settings the nodes' sessions read values under
+ *		(connection.c sets them there), until AtEOXact_GUC(true, level).
+ */
+int
+cj_pin_node_output_settings(void)
+{
+	int			level = NewGUCNestLevel();
+
 	(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	(void) set_config_option("extra_float_digits", "3", PGC_USERSET,
 							 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return level;
 }
 
 /* append_collate: " COLLATE schema.name" for a built-in collation */
@@ -1458,12 +1471,6 @@ deparse_node(Node *node, DeparseState *st)
 
 				if (st->ctx->var_name != NULL)
 					name = st->ctx->var_name(var, st->ctx->var_arg);
-				if (name == NULL && var->varattno == 0)
-					ereport(ERROR,
-							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-							 errmsg("colojoin cannot read whole rows of a sharded table on its nodes"),
-							 errdetail("Once a transaction wrote through colojoin it reads sharded tables only through colojoin's scans, which return columns, not whole-row values."),
-							 errhint("Name the columns (SELECT t.a, t.b) instead of the row (SELECT t), or run the statement before the transaction's first write through colojoin.")));
 				if (name == NULL && var->varattno < 0)
 					ereport(ERROR,
 							(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -75,4 +75,12 @@ extern char *cj_qualified_name(const char *schema, const char *relname);
 /* the name of a type as the node must read it, e.g. pg_catalog.int4 */
 extern char *cj_type_name(Oid typid, int32 typmod);
 
+/*
+ * cj_pin_node_output_settings: make output functions write values as the
+ * nodes' sessions read them (DateStyle ISO, IntervalStyle postgres,
+ * extra_float_digits 3), whatever this session's settings; returns the GUC
+ * nest level to end with AtEOXact_GUC(true, level).
+ */
+extern int	cj_pin_node_output_settings(void);
+
 #endif							/* COLOJOIN_DEPARSE_H */

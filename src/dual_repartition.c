@@ -29,7 +29,6 @@
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
 #include "optimizer/optimizer.h"
-#include "parser/parse_coerce.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
 #include "utils/catcache.h"
@@ -84,22 +83,10 @@ hash_family_of(Oid opno)
 static Oid
 key_hash_function(Oid family, Oid typid)
 {
-	Oid			fn;
-	Oid		   *argtypes;
-	int			nargs;
-
 	if (typid >= FirstGenbkiObjectId || get_typtype(typid) != TYPTYPE_BASE ||
 		OidIsValid(get_element_type(typid)))
 		return InvalidOid;
-	fn = get_opfamily_proc(family, typid, typid, HASHEXTENDED_PROC);
-	if (!OidIsValid(fn) || fn >= FirstGenbkiObjectId || get_func_nargs(fn) != 2)
-		return InvalidOid;
-
-	/* the node calls it on the value cast to its argument type */
-	(void) get_func_signature(fn, &argtypes, &nargs);
-	if (argtypes[0] != typid && !IsBinaryCoercible(typid, argtypes[0]))
-		return InvalidOid;
-	return fn;
+	return cj_usable_hash_function(family, typid);
 }
 
 /* expr reads columns of table rtindex only (at least one), nothing volatile */
@@ -168,17 +155,6 @@ find_hash_key(PlannerInfo *root, List *joinquals, CjBaseRel *a, CjBaseRel *b)
 		return true;
 	}
 	return false;
-}
-
-/* whether a condition holds a parameter (a move's COPY takes none) */
-static bool
-contains_param_walker(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, Param))
-		return true;
-	return expression_tree_walker(node, contains_param_walker, context);
 }
 
 /*
@@ -285,8 +261,8 @@ cj_try_dual_repartition(PlannerInfo *root, RelOptInfo *joinrel,
 	if (a == NULL || b == NULL ||
 		!cj_live_leaves_foreign(a, reasons) || !cj_live_leaves_foreign(b, reasons))
 		return NULL;
-	if (contains_param_walker((Node *) a->quals, NULL) ||
-		contains_param_walker((Node *) b->quals, NULL))
+	if (cj_contains_param((Node *) a->quals) ||
+		cj_contains_param((Node *) b->quals))
 	{
 		*reasons = lappend(*reasons,
 						   pstrdup("a table has a condition with a parameter, which a move cannot carry"));

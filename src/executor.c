@@ -263,13 +263,7 @@ evaluate_params(CjScanState *st)
 	 * ISO and the like, deparse.c), whatever this session's settings: a
 	 * date under DateStyle German would not parse there.
 	 */
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	nestlevel = cj_pin_node_output_settings();
 	for (i = 0; i < st->nparams; i++)
 		st->param_values[i] = nulls[i] ? NULL :
 			OutputFunctionCall(&st->param_outfuncs[i], values[i]);

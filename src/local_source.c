@@ -43,13 +43,7 @@ cj_copy_local_rows(const char *select_sql, CjConnection *dst,
 	StringInfoData buf;
 	uint64		bytes = 0;
 
-	nestlevel = NewGUCNestLevel();
-	(void) set_config_option("datestyle", "ISO", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	nestlevel = cj_pin_node_output_settings();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

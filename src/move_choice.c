@@ -67,6 +67,13 @@ contains_param_walker(Node *node, void *context)
 	return expression_tree_walker(node, contains_param_walker, context);
 }
 
+/* whether a table's conditions hold a parameter (a move's COPY takes none) */
+bool
+cj_contains_param(Node *node)
+{
+	return contains_param_walker(node, NULL);
+}
+
 /*
  * cj_choose_move
  *		How rows of table mb can reach the classes of group ag (anchor: its
@@ -95,7 +102,7 @@ cj_choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb,
 	ListCell   *lc;
 
 	/* moved rows are read with COPY, which takes no parameters */
-	if (contains_param_walker((Node *) mb->quals, NULL))
+	if (cj_contains_param((Node *) mb->quals))
 	{
 		*reasons = lappend(*reasons,
 						   psprintf("table %s has a condition with a parameter, which a move cannot carry",
@@ -326,7 +333,7 @@ cj_broadcast_allowed(CjBaseRel *br, RelOptInfo *rel, List **reasons)
 		*reasons = lappend(*reasons, pstrdup("broadcast is disabled"));
 		return false;
 	}
-	if (contains_param_walker((Node *) br->quals, NULL))
+	if (cj_contains_param((Node *) br->quals))
 	{
 		*reasons = lappend(*reasons,
 						   psprintf("table %s has a condition with a parameter, which a move cannot carry",

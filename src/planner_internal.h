@@ -229,6 +229,10 @@ extern bool cj_tree_keeps_rows_of(CjJoinTree *t, int base);
 extern bool cj_repartition_key(PlannerInfo *root, CjBaseRel *anchor,
 							   CjBaseRel *mb, List *joinquals, bool ec_ok,
 							   Expr **key, Oid *hashfn);
+/* family's 64-bit hash function of typid that a node can call by name */
+extern Oid	cj_usable_hash_function(Oid opfamily, Oid typid);
+/* move_choice.c: whether conditions hold a parameter (a move takes none) */
+extern bool cj_contains_param(Node *node);
 
 /*
  * move_choice.c: how a table outside the class space reaches the classes

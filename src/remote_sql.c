@@ -720,14 +720,13 @@ local_select_sql(CjBaseRel *br, CjSqlContext *sc)
 
 static List *
 make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
-		  List *all_remainders, CjSqlContext *sc)
+		  List *all_remainders, bool binary, CjSqlContext *sc)
 {
 	char	   *name = move_table_name(br, cls);
 	StringInfoData create;
 	List	   *servers = NIL;
 	List	   *sources = NIL;
 	ListCell   *lc;
-	bool		binary = move_in_binary(br, leaves);
 
 	initStringInfo(&create);
 	appendStringInfo(&create, "CREATE TEMP TABLE %s (", name);
@@ -856,6 +855,7 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 	{
 		CjBaseRel  *br = lfirst(lr);
 		double		relrows;
+		bool		binary;
 		List	   *all_leaves = NIL;
 		List	   *nodes = NIL;
 		ListCell   *lc;
@@ -869,6 +869,8 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 			for (l = 0; l < br->table->classes[k].nleaves; l++)
 				if (br->leaf_live[k][l])
 					all_leaves = lappend(all_leaves, &br->table->classes[k].leaves[l]);
+		/* one format for all of the table's moves, decided once */
+		binary = move_in_binary(br, all_leaves);
 		foreach(lc, g->tasks)
 			if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
 				nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
@@ -883,7 +885,7 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 				if (leaves == NIL || cj_leaves_on_node(leaves, task->serverid))
 					continue;
 				moves = lappend(moves, make_move(br, task->serverid, task->cls,
-												 leaves, NIL, NIL, sc));
+												 leaves, NIL, NIL, binary, sc));
 				*rows_moved += relrows * list_length(leaves) /
 					Max(list_length(all_leaves), 1);
 			}
@@ -908,7 +910,8 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 						remainders = lappend_int(remainders,
 												 cj_class_remainder(g, ((CjTask *) lfirst(lt))->cls));
 				moves = lappend(moves, make_move(br, node, -1, all_leaves,
-												 remainders, all_remainders, sc));
+												 remainders, all_remainders, binary,
+												 sc));
 				if (br->move == CJ_MOVE_BROADCAST)
 					*rows_moved += relrows;
 			}

@@ -34,14 +34,14 @@
 #include "planner_internal.h"
 
 /*
- * usable_hash_function
+ * cj_usable_hash_function
  *		The anchor's hash support function for values of type typid, when the
  *		node can call it by name on such a value: built in, and declared on
  *		typid or a type typid casts to without a change of representation
  *		(date's is declared on int4, which date does not cast to).
  */
-static Oid
-usable_hash_function(Oid opfamily, Oid typid)
+Oid
+cj_usable_hash_function(Oid opfamily, Oid typid)
 {
 	Oid			fn = get_opfamily_proc(opfamily, typid, typid, HASHEXTENDED_PROC);
 	Oid		   *argtypes;
@@ -130,7 +130,7 @@ cj_repartition_key(PlannerInfo *root, CjBaseRel *anchor, CjBaseRel *mb,
 		Var		   *bv = equated_column(root, mb, cj_key_var(anchor, 0), family,
 										joinquals, ec_ok, false);
 
-		if (bv == NULL || !OidIsValid(*hashfn = usable_hash_function(family, bv->vartype)))
+		if (bv == NULL || !OidIsValid(*hashfn = cj_usable_hash_function(family, bv->vartype)))
 			return false;
 		*key = (Expr *) bv;
 		return true;
@@ -162,7 +162,7 @@ cj_repartition_key(PlannerInfo *root, CjBaseRel *anchor, CjBaseRel *mb,
 		swap.next = 0;
 		expr = swap_vars_mutator(copyObject(t->partexprs[0]), &swap);
 		if (!cj_is_shippable(root, (Expr *) expr, NULL) ||
-			!OidIsValid(*hashfn = usable_hash_function(family, exprType(expr))))
+			!OidIsValid(*hashfn = cj_usable_hash_function(family, exprType(expr))))
 			return false;
 		*key = (Expr *) expr;
 		return true;
