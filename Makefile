@@ -40,6 +40,7 @@ OBJS = \
 	src/combine.o \
 	src/ordering.o \
 	src/windows.o \
+	src/pre_aggregate.o \
 	src/lateral.o \
 	src/write_guard.o \
 	src/twophase.o \

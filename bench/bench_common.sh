@@ -9,6 +9,7 @@
 #   say TEXT             a section heading
 #   bench_fresh_cluster  build and install colojoin (unless BENCH_SKIP_BUILD=1),
 #                        then a fresh coordinator and 4 nodes, stopped on exit
+#                        (left running with BENCH_KEEP=1, to look around)
 #   bench_servers [OPT]  the SQL of servers n1..n4 (extra OPTIONS text OPT)
 #                        and their user mappings
 # and CLUSTER, PG_CONFIG (default PostgreSQL 15's), PG_BINDIR, PSQL.
@@ -26,7 +27,7 @@ say() { printf '\n=== %s\n' "$*"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-bench_cleanup() { "$CLUSTER" stop >/dev/null 2>&1 || true; }
+bench_cleanup() { [ "${BENCH_KEEP:-0}" = 1 ] || "$CLUSTER" stop >/dev/null 2>&1 || true; }
 
 bench_fresh_cluster() {
 	trap bench_cleanup EXIT

@@ -126,10 +126,21 @@ b=$(qn "${node#n}" -At -c "${direct//:key/$key1} ORDER BY 4" | md5sum)
 # ms of the lookup statement (the script's third line) over TX transactions
 one_round() {
 	local port=$1 script=$2 seed=$3
-	runuser -u postgres -- "$PGBENCH" -n -r -M simple -t "$TX" --random-seed="$seed" \
+	runuser -u postgres -- env PGOPTIONS="${4:-}" "$PGBENCH" -n -r -M simple -t "$TX" --random-seed="$seed" \
 		-h 127.0.0.1 -p "$port" -f "$script" bench 2>&1 |
-		awk '/statement latencies/ { on = 1; next } on && /SELECT/ { n++; if (n == 2) print $1 }'
+		awk '/statement latencies/ { on = 1; next } on && /(SELECT|EXPLAIN)/ { n++; if (n == 2) print $1 }'
 }
+
+# What any coordinator in front of the node adds before it runs anything,
+# measured the same way: the extra hop (a bare SELECT 1 to the node) and
+# PostgreSQL's own parse and plan of the lookup on the coordinator
+# (EXPLAIN with colojoin off, less a bare SELECT 1 there).
+printf '\\set i random(1, %s)\nSELECT k AS key FROM cj_keys WHERE i = :i \\gset\nSELECT 1;\n' \
+	"$nkeys" >"$CJ_CLUSTER_DIR/one.pgbench"
+# shellcheck disable=SC2059
+printf '\\set i random(1, %s)\nSELECT k AS key FROM cj_keys WHERE i = :i \\gset\nEXPLAIN (COSTS OFF) %s;\n' \
+	"$nkeys" "$(printf "$LOOKUP" ':key')" >"$CJ_CLUSTER_DIR/plan.pgbench"
+chmod a+r "$CJ_CLUSTER_DIR"/*.pgbench
 
 # The same through psql, as the issue measured it: \timing of each lookup
 # (literal keys, 200 of cj_keys) in a warm session, the median; psql's own
@@ -139,8 +150,12 @@ psql_round() {
 	local port=$1 kind=$2 k sql
 	{
 		echo '\o /dev/null'
-		# shellcheck disable=SC2059
-		echo "$(printf "$LOOKUP" "$key1");"
+		if [ "$kind" = direct ]; then
+			echo "${direct//:key/$key1};"
+		else
+			# shellcheck disable=SC2059
+			echo "$(printf "$LOOKUP" "$key1");"
+		fi
 		echo '\timing on'
 		for k in $keys; do
 			if [ "$kind" = direct ]; then
@@ -161,6 +176,16 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	cj+="$(one_round "$CJ_PORT" "$CJ_CLUSTER_DIR/colojoin.pgbench" $((42 + r))) "
 	dr+="$(one_round "$nport" "$CJ_CLUSTER_DIR/direct.pgbench" $((42 + r))) "
 done
+hop="" c1="" pl=""
+for ((r = 1; r <= ROUNDS; r++)); do
+	hop+="$(one_round "$nport" "$CJ_CLUSTER_DIR/one.pgbench" $((42 + r))) "
+	c1+="$(one_round "$CJ_PORT" "$CJ_CLUSTER_DIR/one.pgbench" $((42 + r))) "
+	pl+="$(one_round "$CJ_PORT" "$CJ_CLUSTER_DIR/plan.pgbench" $((42 + r)) "-c colojoin.enable=off") "
+done
+thop=$(echo "$hop" | tr ' ' '\n' | grep . | median)
+tc1=$(echo "$c1" | tr ' ' '\n' | grep . | median)
+tpl=$(echo "$pl" | tr ' ' '\n' | grep . | median)
+tplan=$(awk -v a="$tpl" -v b="$tc1" 'BEGIN { printf "%.3f", a - b }')
 tc=$(echo "$cj" | tr ' ' '\n' | grep . | median)
 td=$(echo "$dr" | tr ' ' '\n' | grep . | median)
 pc="" pd=""
@@ -174,6 +199,9 @@ echo "  psql, colojoin: $pc-> median $tpc ms"
 echo "  psql, direct:   $pd-> median $tpd ms"
 echo "  colojoin: $cj-> median $tc ms"
 echo "  direct:   $dr-> median $td ms"
+echo "  SELECT 1 on $node: $hop-> median $thop ms; on the coordinator: $c1-> median $tc1 ms"
+echo "  EXPLAIN of the lookup, colojoin off: $pl-> median $tpl ms (plan: $tplan ms)"
+floor=$(awk -v d="$td" -v h="$thop" -v p="$tplan" 'BEGIN { printf "%.3f", d + h + p }')
 {
 	echo "# warm point lookup, $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 	echo
@@ -184,6 +212,7 @@ echo "  direct:   $dr-> median $td ms"
 	echo "| --- | ---: | ---: | ---: |"
 	echo "| one order and its line items by key, pgbench -r | $tc | $td | $(awk -v a="$tc" -v b="$td" 'BEGIN { printf "%.2f", a / b }')x |"
 	echo "| the same, psql \\timing, median of 200 | $tpc | $tpd | $(awk -v a="$tpc" -v b="$tpd" 'BEGIN { printf "%.2f", a / b }')x |"
+	echo "| floor of any coordinator that plans with PostgreSQL: direct + a hop ($thop) + parse and plan ($tplan), pgbench -r | $floor | $td | $(awk -v a="$floor" -v b="$td" 'BEGIN { printf "%.2f", a / b }')x |"
 	echo
 	echo "Command: \`SCALE=$SCALE ROUNDS=$ROUNDS TX=$TX bench/point_lookup.sh\`"
 } | tee "$REPORT"

@@ -341,6 +341,21 @@ decompose_aggref(Aggref *agg, Decomposition *d)
 	return NULL;
 }
 
+/*
+ * cj_aggref_splits
+ *		See join_group.h: the partial aggregates agg splits into.
+ */
+bool
+cj_aggref_splits(Aggref *agg, List **partials)
+{
+	Decomposition d = {NIL, 0, false};
+
+	if (decompose_aggref(agg, &d) == NULL)
+		return false;
+	*partials = d.partials;
+	return true;
+}
+
 typedef struct ReplaceContext
 {
 	Decomposition *d;
@@ -428,6 +443,33 @@ all_shippable(PlannerInfo *root, List *exprs)
 }
 
 /*
+ * add_combined_path
+ *		The coordinator's Agg combining the partial aggregates of lower's
+ *		tasks into final_target, under the labelling node that presents its
+ *		rows as target.
+ */
+static void
+add_combined_path(PlannerInfo *root, RelOptInfo *output_rel, Path *lower,
+				  PathTarget *final_target, PathTarget *target,
+				  List *final_having, AggClauseCosts *agg_costs,
+				  double numgroups)
+{
+	Query	   *parse = root->parse;
+
+	add_path(output_rel,
+			 cj_make_combine_path(root, output_rel,
+								  (Path *) create_agg_path(root, output_rel, lower,
+														   final_target,
+														   parse->groupClause != NIL ?
+														   AGG_HASHED : AGG_PLAIN,
+														   AGGSPLIT_SIMPLE,
+														   parse->groupClause,
+														   final_having, agg_costs,
+														   numgroups),
+								  target));
+}
+
+/*
  * add_grouping_paths
  *		Offer the aggregation shapes this query allows over group g.
  */
@@ -497,7 +539,10 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		add_path(output_rel,
 				 cj_make_upper_path(root, output_rel, g, target, spec, numgroups));
 		cj_remember_upper(output_rel, g, spec);
-		return;
+
+		/* unless the moved table can be aggregated before its move, too */
+		if (!cj_pre_aggregation_possible(root, g))
+			return;
 	}
 
 	/* partial: the nodes aggregate what they can, the coordinator combines */
@@ -519,6 +564,9 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 			List	   *lower_exprs = list_concat(list_copy(group_exprs), d.partials);
 			PathTarget *lower_target = make_target(lower_exprs, group_refs);
 			Path	   *lower;
+			CjJoinGroup *pg;
+			CjUpperSpec *pspec;
+			Cost		extra;
 
 			final_target = copy_pathtarget(target);
 			final_target->exprs = final_exprs;
@@ -529,16 +577,19 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 			spec->strategy = "partial aggregation on the nodes";
 			lower = cj_make_upper_path(root, output_rel, g, lower_target, spec,
 									   Min(numgroups * ntasks, Max(input_rows, 1)));
-			add_path(output_rel,
-					 cj_make_combine_path(root, output_rel,
-										  (Path *) create_agg_path(root, output_rel, lower,
-																   final_target,
-																   ngroup > 0 ? AGG_HASHED : AGG_PLAIN,
-																   AGGSPLIT_SIMPLE,
-																   parse->groupClause,
-																   final_having, &agg_costs,
-																   numgroups),
-										  target));
+			add_combined_path(root, output_rel, lower, final_target, target,
+							  final_having, &agg_costs, numgroups);
+
+			/* the same, over the moved table's groups instead of its rows */
+			if (cj_pre_aggregate(root, g, spec, &pg, &pspec, &extra))
+			{
+				lower = cj_make_upper_path(root, output_rel, pg, lower_target, pspec,
+										   Min(numgroups * ntasks, Max(input_rows, 1)));
+				lower->startup_cost += extra;
+				lower->total_cost += extra;
+				add_combined_path(root, output_rel, lower, final_target, target,
+								  final_having, &agg_costs, numgroups);
+			}
 			return;
 		}
 	}

@@ -41,6 +41,7 @@ int			colojoin_broadcast_threshold = 1000000;
 int			colojoin_max_connections_per_node = 4;
 bool		colojoin_log_decisions = false;
 bool		colojoin_enable_aggregate_pushdown = true;
+bool		colojoin_enable_pre_aggregation = true;
 bool		colojoin_binary_results = true;
 bool		colojoin_binary_moves = true;
 bool		colojoin_drop_remote_shards_on = true;
@@ -170,6 +171,13 @@ define_settings(void)
 							 "Enables aggregation, full or partial, in the tasks of a colocated join or sharded table.",
 							 NULL,
 							 &colojoin_enable_aggregate_pushdown,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_pre_aggregation",
+							 "Enables aggregating a moved table by its join columns on its own nodes before it moves.",
+							 "Applies when the query aggregates only that table's columns over inner joins.",
+							 &colojoin_enable_pre_aggregation,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

@@ -30,6 +30,7 @@ extern int	colojoin_broadcast_threshold;
 extern int	colojoin_max_connections_per_node;
 extern bool colojoin_log_decisions;
 extern bool colojoin_enable_aggregate_pushdown;
+extern bool colojoin_enable_pre_aggregation;
 extern bool colojoin_binary_results;
 extern bool colojoin_binary_moves;
 extern bool colojoin_drop_remote_shards_on;

@@ -60,6 +60,14 @@ extern void cj_conn_close_idle(void);
 extern PGconn *cj_conn_pgconn(CjConnection *conn);
 
 /*
+ * cj_conn_wait: sleep until the connection's socket has one of events
+ * (WL_SOCKET_READABLE, WL_SOCKET_WRITEABLE), the latch is set (returned,
+ * not reset) or timeout_ms passes (-1: never; WL_TIMEOUT); 0 when the
+ * connection has no socket.  Exits with the postmaster.
+ */
+extern int	cj_conn_wait(CjConnection *conn, int events, long timeout_ms);
+
+/*
  * Synchronous execution, interruptible while waiting.  On a remote error
  * they ereport(ERROR) with the node name and context (e.g. "partition
  * orders_p3") in the message.  cj_exec_query returns a PGresult the caller

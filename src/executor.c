@@ -1227,10 +1227,31 @@ wait_for_input(CjScanState *st)
 	int			nevents;
 	int			i;
 	int			nbusy = 0;
+	CjWorker   *busy = NULL;
 
 	for (i = 0; i < st->nworkers; i++)
 		if (st->workers[i].in_flight)
+		{
+			busy = &st->workers[i];
 			nbusy++;
+		}
+	if (nbusy == 1)
+	{
+		/* the connection's own wait set: no set to make and free */
+		int			rc = cj_conn_wait(busy->conn, WL_SOCKET_READABLE, -1L);
+
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if ((rc & WL_SOCKET_READABLE) || rc == 0)
+		{
+			if (!PQconsumeInput(cj_conn_pgconn(busy->conn)) &&
+				!fail_over_worker(st, busy))
+				cj_report_remote_error(ERROR, busy->conn, NULL,
+									   task_context(busy->task));
+		}
+		return;
+	}
 	events = palloc(sizeof(WaitEvent) * (nbusy + 2));
 	set = CreateWaitEventSet(CurrentMemoryContext, nbusy + 2);
 	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);

@@ -30,6 +30,13 @@ typedef struct CjUpperSpec
 	List	   *order_nulls_first;	/* bool (int) of each */
 	double		limit;			/* rows per task, or -1 */
 	bool		with_ties;		/* FETCH FIRST n ROWS WITH TIES */
+
+	/*
+	 * NIL, or parallel to remote_exprs: SQL written for an item instead of
+	 * its expression (NULL: the expression), where the item's value comes
+	 * from a moved table's pre-aggregated columns.
+	 */
+	List	   *remote_sql;
 } CjUpperSpec;
 
 /*
@@ -68,6 +75,24 @@ extern int	cj_group_ntasks(CjJoinGroup *g);
 extern void cj_remember_upper(RelOptInfo *rel, CjJoinGroup *g,
 							  CjUpperSpec *spec);
 extern CjUpperSpec *cj_recall_upper(RelOptInfo *rel, CjJoinGroup **g);
+
+/*
+ * cj_aggref_splits (aggregates.c): the partial aggregates the nodes would
+ * compute for agg, combined on the coordinator; false when it does not
+ * split.
+ */
+extern bool cj_aggref_splits(Aggref *agg, List **partials);
+
+/*
+ * pre_aggregate.c: whether g's moved table could be aggregated before its
+ * move; and the group and spec of spec's partial aggregation with it so
+ * (spec's partials computed from the moved groups), with what that adds
+ * to the path's cost (negative: it saves), or false.
+ */
+extern bool cj_pre_aggregation_possible(PlannerInfo *root, CjJoinGroup *g);
+extern bool cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g,
+							 CjUpperSpec *spec, CjJoinGroup **pg,
+							 CjUpperSpec **pspec, Cost *extra_cost);
 
 /* window functions computed in the tasks, for the window relation (windows.c) */
 extern void cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,

@@ -216,7 +216,8 @@ cj_move_description(CjBaseRel *mb, CjBaseRel *anchor)
 
 /*
  * cj_moved_rows
- *		The rows a moved table sends: all of them once when repartitioned,
+ *		The rows a moved table sends (its groups when it is aggregated
+ *		before the move): all of them once when repartitioned,
  *		once per task node when broadcast, and for refining partitions only
  *		those of the classes whose partitions are not already where the
  *		class runs (none at all when placement lines up).
@@ -224,7 +225,8 @@ cj_move_description(CjBaseRel *mb, CjBaseRel *anchor)
 double
 cj_moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br)
 {
-	double		rows = find_base_rel(root, br->rtindex)->rows;
+	double		rows = br->preagg != NIL ? br->preagg_rows :
+		find_base_rel(root, br->rtindex)->rows;
 	ListCell   *lc;
 
 	switch (br->move)

@@ -1520,9 +1520,16 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 			psprintf("%s; %s", ag->move_text, cj_move_description(mb, linitial(g->rels))) :
 			cj_move_description(mb, linitial(g->rels));
 
-		/* of the ways that work, the one moving the fewest rows */
+		/*
+		 * Of the ways that work, the one moving the fewest rows: a table
+		 * the query lets its nodes aggregate first moves its groups.
+		 */
 		{
 			double		moved = cj_moved_rows(root, g, mb);
+			double		grouped = cj_pre_aggregated_rows(root, g, mb);
+
+			if (grouped >= 0 && grouped < moved)
+				moved = grouped;
 
 			if (best == NULL || moved < best_moved)
 			{

@@ -52,6 +52,14 @@ typedef struct CjBaseRel
 	char	   *move_name;		/* base name of its temporary tables */
 
 	/*
+	 * Aggregation before the move (pre_aggregate.c): the moved rows are
+	 * grouped by move_attnos on their nodes, each group carrying these
+	 * partial aggregates (CjPreAgg) of its rows; NIL for plain rows.
+	 */
+	List	   *preagg;
+	double		preagg_rows;	/* the groups the sources send, estimated */
+
+	/*
 	 * A table that is not sharded (table NULL), broadcast from the
 	 * coordinator: read with or without its inheritance children, as the
 	 * query reads it.
@@ -68,6 +76,13 @@ typedef struct CjBaseRel
 	bool		reference;			/* read so in this group */
 	bool		reference_capable;	/* the table is a reference table */
 } CjBaseRel;
+
+/* a partial aggregate computed on a moved table's nodes before it moves */
+typedef struct CjPreAgg
+{
+	Aggref	   *agg;			/* over the moved table's columns */
+	char	   *column;			/* its column in the moved rows */
+} CjPreAgg;
 
 #define CJ_MOVE_NONE		0
 #define CJ_MOVE_PARTITIONS	1	/* partitions that refine the class, copied */
@@ -249,6 +264,14 @@ extern int	cj_task_node_count(CjJoinGroup *g);
 extern bool cj_move_columns(CjBaseRel *br, Node *exprs, List **reasons);
 extern bool cj_broadcast_allowed(CjBaseRel *br, RelOptInfo *rel,
 								 List **reasons);
+
+/*
+ * pre_aggregate.c: the rows g's moved table mb would send aggregated
+ * before its move (once per node for a broadcast), or -1 when the query
+ * does not allow it or its nodes' statistics are missing
+ */
+extern double cj_pre_aggregated_rows(PlannerInfo *root, CjJoinGroup *g,
+									 CjBaseRel *mb);
 
 /* plan_create.c: the CustomScan of a chosen path */
 extern Plan *cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,

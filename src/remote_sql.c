@@ -14,6 +14,7 @@
 #include "postgres.h"
 
 #include "access/hash.h"
+#include "access/sysattr.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "nodes/makefuncs.h"
@@ -388,7 +389,12 @@ move_table_name(CjBaseRel *br, int cls)
 								   psprintf("%s_c%d", br->move_name, cls)));
 }
 
-/* the moved columns, comma separated, optionally qualified */
+/*
+ * moved_columns
+ *		The moved columns, comma separated: qualified, the table's columns
+ *		as a source reads them; unqualified, every column of the moved rows
+ *		(pre-aggregated ones too), as the temporary table names them.
+ */
 static char *
 moved_columns(CjBaseRel *br, const char *qualifier)
 {
@@ -400,8 +406,30 @@ moved_columns(CjBaseRel *br, const char *qualifier)
 		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "",
 						 qualifier ? qualifier : "",
 						 cj_quote_ident(get_attname(br->relid, lfirst_int(lc), false)));
+	if (qualifier == NULL)
+		foreach(lc, br->preagg)
+			appendStringInfo(&buf, "%s%s", buf.len ? ", " : "",
+							 ((CjPreAgg *) lfirst(lc))->column);
 	/* empty when the query needs no column: moved rows are then only counted */
 	return buf.data;
+}
+
+/* whether the moved rows have a column at all */
+static bool
+moves_columns(CjBaseRel *br)
+{
+	return br->move_attnos != NIL || br->preagg != NIL;
+}
+
+/* the remote table's type of column attno of leaf is its declared type */
+static bool
+remote_type_declared(CjBaseRel *br, CjLeaf *leaf, AttrNumber attno)
+{
+	Oid			remote;
+
+	return leaf->is_foreign &&
+		cj_leaf_remote_type(leaf->relid, leaf->remote_colnames[attno - 1], &remote) &&
+		remote == get_atttype(br->relid, attno);
 }
 
 /*
@@ -421,26 +449,41 @@ move_in_binary(CjBaseRel *br, List *leaves)
 	ListCell   *lc;
 	ListCell   *ll;
 
+	Bitmapset  *agg_attnos = NULL;
+	int			a = -1;
+
 	if (!colojoin_binary_moves || br->table == NULL)
 		return false;
 	foreach(lc, br->move_attnos)
 	{
 		AttrNumber	attno = lfirst_int(lc);
-		Oid			declared = get_atttype(br->relid, attno);
 
-		if (!cj_type_travels_binary(declared))
+		if (!cj_type_travels_binary(get_atttype(br->relid, attno)))
 			return false;
 		foreach(ll, leaves)
-		{
-			CjLeaf	   *leaf = lfirst(ll);
-			Oid			remote;
-
-			if (!leaf->is_foreign ||
-				!cj_leaf_remote_type(leaf->relid, leaf->remote_colnames[attno - 1],
-									 &remote) ||
-				remote != declared)
+			if (!remote_type_declared(br, lfirst(ll), attno))
 				return false;
-		}
+	}
+
+	/*
+	 * A pre-aggregated column is cast to its type on the node; the columns
+	 * its aggregate reads must be what they are declared, as above.
+	 */
+	foreach(lc, br->preagg)
+	{
+		Aggref	   *agg = ((CjPreAgg *) lfirst(lc))->agg;
+
+		if (!cj_type_travels_binary(agg->aggtype))
+			return false;
+		pull_varattnos((Node *) agg, br->rtindex, &agg_attnos);
+	}
+	while ((a = bms_next_member(agg_attnos, a)) >= 0)
+	{
+		AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
+
+		foreach(ll, leaves)
+			if (attno <= 0 || !remote_type_declared(br, lfirst(ll), attno))
+				return false;
 	}
 	return true;
 }
@@ -592,6 +635,17 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 
 	initStringInfo(&sel);
 	appendStringInfo(&sel, "SELECT %s", moved_columns(br, alias));
+	foreach(lc, br->preagg)
+	{
+		CjPreAgg   *pa = lfirst(lc);
+
+		/* the type the temporary column has, whatever the node's columns are */
+		appendStringInfoString(&sel, foreach_current_index(lc) > 0 ||
+							   br->move_attnos != NIL ? ", (" : " (");
+		cj_deparse_expr(&sel, (Expr *) pa->agg, &sc->dctx);
+		appendStringInfo(&sel, ")::%s AS %s", cj_type_name(pa->agg->aggtype, -1),
+						 pa->column);
+	}
 	if (br->move == CJ_MOVE_REPARTITION && sc->g->space->ntables == 0)
 	{
 		/*
@@ -602,7 +656,7 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 		appendStringInfo(&sel,
 						 "%s %s((pg_catalog.%s((%s)::%s, 0::pg_catalog.int8) %% %d::pg_catalog.int8"
 						 " + %d::pg_catalog.int8) %% %d::pg_catalog.int8)::pg_catalog.int4%s AS colojoin_class",
-						 br->move_attnos != NIL ? "," : "",
+						 moves_columns(br) ? "," : "",
 						 br->move_keep_nulls ? "COALESCE(" : "",
 						 cj_quote_ident(get_func_name(br->move_hashfn)),
 						 quals_text(list_make1(br->move_key), sc),
@@ -618,7 +672,7 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 									quals_text(list_make1(br->move_key), sc),
 									cj_type_name(hash_arg_type(br->move_hashfn), -1));
 
-		if (br->move_attnos != NIL)
+		if (moves_columns(br))
 			appendStringInfoString(&sel, ",");
 
 		/*
@@ -666,6 +720,15 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 									 quals_text(list_make1(br->move_key), sc)));
 		appendStringInfoString(&sel, " WHERE ");
 		append_string_list(&sel, conds, " AND ", "true");
+	}
+	if (br->preagg != NIL)
+	{
+		int			i;
+
+		/* by position: the grouped columns lead the select list */
+		appendStringInfoString(&sel, " GROUP BY ");
+		for (i = 1; i <= list_length(br->move_attnos); i++)
+			appendStringInfo(&sel, "%s%d", i > 1 ? ", " : "", i);
 	}
 
 	/*
@@ -755,9 +818,16 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 			}
 		}
 	}
+	foreach(lc, br->preagg)
+	{
+		CjPreAgg   *pa = lfirst(lc);
+
+		appendStringInfo(&create, "%s%s %s", create.data[create.len - 1] == '(' ? "" : ", ",
+						 pa->column, cj_type_name(pa->agg->aggtype, -1));
+	}
 	if (br->move == CJ_MOVE_REPARTITION)
 		appendStringInfo(&create, "%scolojoin_class pg_catalog.int4",
-						 br->move_attnos ? ", " : "");
+						 moves_columns(br) ? ", " : "");
 
 	/*
 	 * Dropped by the scan when it ends; ON COMMIT DROP covers a statement
@@ -805,12 +875,12 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 		move = lappend(move, makeInteger((int) dest));
 		move = lappend(move, makeString(create.data));
 		/* a table of no columns reads one empty line per row */
-		move = lappend(move, makeString(br->move_attnos == NIL && br->move != CJ_MOVE_REPARTITION ?
+		move = lappend(move, makeString(!moves_columns(br) && br->move != CJ_MOVE_REPARTITION ?
 										psprintf("COPY %s FROM STDIN%s", name,
 												 binary ? " (FORMAT binary)" : "") :
 										psprintf("COPY %s (%s%s%s) FROM STDIN%s", name,
 												 moved_columns(br, NULL),
-												 br->move_attnos != NIL &&
+												 moves_columns(br) &&
 												 br->move == CJ_MOVE_REPARTITION ? ", " : "",
 												 br->move == CJ_MOVE_REPARTITION ?
 												 "colojoin_class" : "",
@@ -864,7 +934,8 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 
 		if (br->move == CJ_MOVE_NONE)
 			continue;
-		relrows = find_base_rel(root, br->rtindex)->rows;
+		relrows = br->preagg != NIL ? br->preagg_rows :
+			find_base_rel(root, br->rtindex)->rows;
 		for (k = 0; br->table != NULL && k < br->table->nclasses; k++)
 			for (l = 0; l < br->table->classes[k].nleaves; l++)
 				if (br->leaf_live[k][l])
@@ -943,7 +1014,8 @@ deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
 	{
 		CjBaseRel  *br = list_nth(sc->g->rels, t->base);
 
-		if (br->remote_quals == NIL)
+		/* grouped rows were filtered before their move, and lack the columns */
+		if (br->remote_quals == NIL || br->preagg != NIL)
 			append_base_from(buf, br, sc);
 		else if (scope != NULL)
 		{
@@ -1064,9 +1136,15 @@ cj_task_sql(CjJoinGroup *g, List *scan_vars, CjUpperSpec *spec, int cls,
 		appendStringInfoString(&buf, "NULL");
 	foreach(lc, scan_vars)
 	{
+		const char *written = spec && spec->remote_sql ?
+			list_nth(spec->remote_sql, foreach_current_index(lc)) : NULL;
+
 		if (lc != list_head(scan_vars))
 			appendStringInfoString(&buf, ", ");
-		cj_deparse_expr(&buf, (Expr *) lfirst(lc), &sc->dctx);
+		if (written)
+			appendStringInfoString(&buf, written);
+		else
+			cj_deparse_expr(&buf, (Expr *) lfirst(lc), &sc->dctx);
 	}
 	appendStringInfo(&buf, " FROM %s", from.data);
 	if (where)

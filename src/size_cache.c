@@ -62,6 +62,8 @@ typedef struct SizeEntry
 	int			ncols;
 	char	  **colnames;
 	Oid		   *coltypes;
+	/* and their distinct values by the node's statistics (0: unknown) */
+	double	   *colndistinct;
 } SizeEntry;
 
 static HTAB *sizes = NULL;
@@ -161,8 +163,9 @@ cj_primary_servers(CjTable *t, List *servers)
 
 /*
  * set_columns
- *		e's remote columns from the node's list: "type:length:name" for each
- *		(a name may hold any character, so it is counted, not delimited).
+ *		e's remote columns from the node's list: "type:ndistinct:length:name"
+ *		for each (pg_stats' n_distinct, 0 when the node has none; a name may
+ *		hold any character, so it is counted, not delimited).
  */
 static void
 set_columns(SizeEntry *e, bool found, const char *list)
@@ -178,15 +181,21 @@ set_columns(SizeEntry *e, bool found, const char *list)
 			pfree(e->colnames[--e->ncols]);
 		pfree(e->colnames);
 		pfree(e->coltypes);
+		pfree(e->colndistinct);
 	}
 	e->colnames = palloc(sizeof(char *) * size);
 	e->coltypes = palloc(sizeof(Oid) * size);
+	e->colndistinct = palloc(sizeof(double) * size);
 	while (*p)
 	{
 		char	   *end;
 		Oid			typid = (Oid) strtoul(p, &end, 10);
+		double		nd;
 		long		len;
 
+		if (*end != ':')
+			break;
+		nd = strtod(end + 1, &end);
 		if (*end != ':')
 			break;
 		len = strtol(end + 1, &end, 10);
@@ -197,8 +206,10 @@ set_columns(SizeEntry *e, bool found, const char *list)
 			size *= 2;
 			e->colnames = repalloc(e->colnames, sizeof(char *) * size);
 			e->coltypes = repalloc(e->coltypes, sizeof(Oid) * size);
+			e->colndistinct = repalloc(e->colndistinct, sizeof(double) * size);
 		}
 		e->coltypes[n] = typid;
+		e->colndistinct[n] = nd;
 		e->colnames[n] = pnstrdup(end + 1, len);
 		n++;
 		p = end + 1 + len;
@@ -244,6 +255,8 @@ fetch_sizes(CjTable *t)
 									"SELECT s.i, c.reltuples, c.relpages, "
 									"COALESCE(pg_catalog.pg_stat_get_live_tuples(c.oid), -1), "
 									"(SELECT pg_catalog.string_agg(a.atttypid::pg_catalog.text || ':' || "
+									"COALESCE((SELECT st.n_distinct FROM pg_catalog.pg_stats st WHERE st.schemaname = n.nspname "
+									"AND st.tablename = c.relname AND st.attname = a.attname AND NOT st.inherited), 0)::pg_catalog.text || ':' || "
 									"pg_catalog.octet_length(a.attname::pg_catalog.text) || ':' || a.attname, '' ORDER BY a.attnum) "
 									"FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) "
 									"FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
@@ -399,6 +412,38 @@ cj_leaf_remote_type(Oid leaf, const char *colname, Oid *typid)
 		if (strcmp(e->colnames[i], colname) == 0)
 		{
 			*typid = e->coltypes[i];
+			return true;
+		}
+	return false;
+}
+
+/*
+ * cj_leaf_remote_ndistinct
+ *		The distinct values of column colname of leaf's remote table by its
+ *		node's statistics (a fraction of the rows there made a count);
+ *		false when the node has none.
+ */
+bool
+cj_leaf_remote_ndistinct(Oid leaf, const char *colname, double *ndistinct)
+{
+	SizeEntry  *e;
+	int			i;
+
+	if (colojoin_remote_size_lifetime <= 0)
+		return false;
+	e = leaf_entry(leaf);
+	if (e == NULL)
+		return false;
+	for (i = 0; i < e->ncols; i++)
+		if (strcmp(e->colnames[i], colname) == 0)
+		{
+			double		nd = e->colndistinct[i];
+
+			if (nd < 0 && e->tuples >= 0)
+				nd = -nd * e->tuples;
+			if (nd <= 0)
+				return false;
+			*ndistinct = nd;
 			return true;
 		}
 	return false;

@@ -23,8 +23,14 @@ extern int	colojoin_remote_size_lifetime;	/* ms; 0: off */
  */
 extern bool cj_leaf_remote_size(Oid leaf, double *tuples, double *pages);
 
-/* forget every cached size (refresh_statistics) */
+/* the type of a column of leaf's remote table, as its node said */
 extern bool cj_leaf_remote_type(Oid leaf, const char *colname, Oid *typid);
+
+/* its distinct values by the node's statistics; false when it has none */
+extern bool cj_leaf_remote_ndistinct(Oid leaf, const char *colname,
+									 double *ndistinct);
+
+/* forget every cached size (refresh_statistics) */
 
 extern void cj_size_cache_forget(void);
 

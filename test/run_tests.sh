@@ -38,6 +38,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 
 export CJ_PORT=${CJ_PORT:-26100}
+# no autovacuum on the test servers: statistics steer plans (sizes, the
+# groups a move would send), so a test that wants them makes them (ANALYZE)
+# instead of a background worker making them at some moment
+export CJ_AUTOVACUUM=${CJ_AUTOVACUUM:-off}
 export CJ_CLUSTER_DIR=${CJ_CLUSTER_DIR:-/tmp/colojoin-tests-$CJ_PORT}
 export CJ_NODES=${CJ_NODES:-3}
 

@@ -25,6 +25,10 @@
 #   CJ_DB            database created on every server (default colojoin_regress)
 #   PG_BINDIR        PostgreSQL binaries          (default: pg_config --bindir
 #                                                  of PostgreSQL 15)
+#   CJ_AUTOVACUUM    autovacuum on the servers    (default on; test/run_tests.sh
+#                                                  sets off: statistics, which
+#                                                  steer plans, then appear only
+#                                                  where a test makes them)
 #
 # Run as root, the servers run as user postgres.  Every server is initialised
 # with encoding UTF8 and locale C.UTF-8, so test output does not depend on the
@@ -107,6 +111,7 @@ full_page_writes = off
 shared_buffers = 128MB
 log_min_messages = warning
 log_line_prefix = '%m [%p] %d '
+autovacuum = ${CJ_AUTOVACUUM:-on}
 CONF
 	if [ -n "$preload" ]; then
 		echo "shared_preload_libraries = '$preload'" >>"$dir/postgresql.conf"

@@ -1,0 +1,224 @@
+--
+-- pre_aggregate: aggregation before a move.  A query that aggregates,
+-- over inner joins, only columns of the table a join moves has that
+-- table's nodes group its rows by the columns the rest of the query reads
+-- and send partial aggregates instead of rows, when the nodes' statistics
+-- say grouping shrinks them.  Every answer is compared with the same query
+-- on plain local tables, with colojoin.enable_pre_aggregation on and off;
+-- EXPLAIN says when the moved rows are grouped first.
+--
+\set prefix cj_pa
+\i sql/include/three_nodes_begin.sql
+
+CREATE SCHEMA cj_pa;
+CREATE SCHEMA cj_pa_local;
+SET search_path = cj_pa, public;
+
+-- visits: hash 6 on vid, 300 pages (NULL every 97th row); pages: hash 6 on
+-- page, 3,000 of them.  A join on page moves visits (grouped by page, 300
+-- groups a leaf) or broadcasts pages.  hits: hash 3 on n, few pages.
+CREATE TABLE visits (vid int, page int, dur int, amt numeric, f float8,
+	ok bool, bits int, "Odd ""Col""" int) PARTITION BY HASH (vid);
+SELECT colojoin.create_shards('visits', '{cj_pa_n1,cj_pa_n2,cj_pa_n3}', 6);
+CREATE TABLE pages (page int, cat text, w int) PARTITION BY HASH (page);
+SELECT colojoin.create_shards('pages', '{cj_pa_n1,cj_pa_n2,cj_pa_n3}', 6);
+CREATE TABLE hits (n int, page int, cnt int) PARTITION BY HASH (n);
+SELECT colojoin.create_shards('hits', '{cj_pa_n1,cj_pa_n2,cj_pa_n3}', 3);
+-- fresh: like hits, on nodes that never analyze it
+CREATE TABLE fresh (n int, page int, cnt int) PARTITION BY HASH (n);
+SELECT colojoin.create_shards('fresh', '{cj_pa_n1,cj_pa_n2,cj_pa_n3}', 3);
+CREATE TABLE cj_pa_local.visits (LIKE cj_pa.visits);
+CREATE TABLE cj_pa_local.pages (LIKE cj_pa.pages);
+CREATE TABLE cj_pa_local.hits (LIKE cj_pa.hits);
+CREATE TABLE cj_pa_local.fresh (LIKE cj_pa.fresh);
+SELECT dblink_exec(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
+	$$DO $do$ DECLARE r record; BEGIN
+	  FOR r IN SELECT c.oid::regclass AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	           WHERE n.nspname = 'cj_pa' AND c.relname LIKE 'fresh%' AND c.relkind = 'r' LOOP
+	    EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', r.t);
+	  END LOOP; END $do$ $$)
+FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
+
+INSERT INTO cj_pa_local.visits
+SELECT g, CASE WHEN g % 97 = 0 THEN NULL ELSE g % 300 END, g % 37,
+	   CASE WHEN g % 11 = 0 THEN NULL ELSE (g % 1000) / 8.0 END, g / 4.0,
+	   g % 5 <> 0, g % 16, g % 7
+FROM generate_series(1, 30000) g;
+INSERT INTO cj_pa_local.pages
+SELECT g, 'cat ' || (g % 7), CASE WHEN g % 13 = 0 THEN NULL ELSE g % 5 END
+FROM generate_series(1, 3000) g;
+INSERT INTO cj_pa_local.hits SELECT g, g % 40, g % 9 FROM generate_series(1, 6000) g;
+INSERT INTO cj_pa_local.fresh SELECT * FROM cj_pa_local.hits;
+INSERT INTO visits SELECT * FROM cj_pa_local.visits;
+INSERT INTO pages SELECT * FROM cj_pa_local.pages;
+INSERT INTO hits SELECT * FROM cj_pa_local.hits;
+INSERT INTO fresh SELECT * FROM cj_pa_local.fresh;
+ANALYZE cj_pa_local.visits, cj_pa_local.pages, cj_pa_local.hits, cj_pa_local.fresh;
+-- the nodes analyze their tables (as autovacuum would), fresh excepted
+SELECT dblink_exec(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
+	$$DO $do$ DECLARE r record; BEGIN
+	  FOR r IN SELECT c.oid::regclass AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	           WHERE n.nspname = 'cj_pa' AND c.relname NOT LIKE 'fresh%' AND c.relkind = 'r' LOOP
+	    EXECUTE format('ANALYZE %s', r.t);
+	  END LOOP; END $do$ $$)
+FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
+-- a new session: no sizes cached from before the nodes' statistics
+\c
+SET search_path = cj_pa, public;
+
+-- how the plan moves rows: 'grouped first' when it aggregates before a move
+CREATE FUNCTION plan_moves(query text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		IF line ~ 'Strategy: ' THEN
+			RETURN CASE WHEN line ~ 'on its nodes first' THEN 'grouped first'
+						WHEN line ~ 'broadcast' THEN 'broadcast'
+						WHEN line ~ 'repartitioned' THEN 'repartitioned'
+						ELSE 'no move' END;
+		END IF;
+	END LOOP;
+	RETURN 'not on the nodes';
+END
+$$;
+-- the query's rows against the local tables' (NULL: the same)
+CREATE FUNCTION differs(query text) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	l text[] := rows_of(regexp_replace(query, '^/\*\+[^*]*\*/', ''), 'cj_pa_local');
+	s text[] := rows_of(query, 'cj_pa');
+BEGIN
+	RETURN CASE WHEN s = l THEN NULL
+		   ELSE format('DIFFERENT: %s rows, %s local', cardinality(s), cardinality(l)) END;
+END
+$$;
+-- the plan, and the rows with pre-aggregation on and off
+CREATE FUNCTION pre_check(query text, OUT plan text, OUT plan_off text, OUT result text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	plan := plan_moves(query);
+	result := COALESCE(differs(query), 'same');
+	PERFORM set_config('colojoin.enable_pre_aggregation', 'off', true);
+	plan_off := plan_moves(query);
+	result := result || ', ' || COALESCE(differs(query) || ' when off', 'same when off');
+	PERFORM set_config('colojoin.enable_pre_aggregation', 'on', true);
+END
+$$;
+
+-- the rows a plan moved
+CREATE FUNCTION rows_moved(query text) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
+		IF line ~ 'Actual Rows Moved: ' THEN
+			RETURN substring(line from 'Actual Rows Moved: ([0-9]+)')::bigint;
+		END IF;
+	END LOOP;
+	RETURN 0;
+END
+$$;
+
+-- What the nodes compute and what the tasks combine
+EXPLAIN (VERBOSE, COSTS OFF)
+SELECT p.cat, count(*), sum(v.dur), avg(v.amt) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat;
+
+-- grouped first: every aggregate colojoin splits, over the moved table
+SELECT name, (pre_check(q)).* FROM (VALUES
+	('01 count, sum, avg by an in-place column',
+	 'SELECT p.cat, count(*), count(v.amt), sum(v.dur), sum(v.amt), avg(v.amt), avg(v.dur) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('02 min, max, bool and bit aggregates',
+	 'SELECT p.w, min(v.dur), max(v.amt), min(v.f), bool_and(v.ok), bool_or(v.ok), every(v.ok), bit_and(v.bits), bit_or(v.bits), bit_xor(v.bits) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.w'),
+	('03 variances',
+	 'SELECT p.cat, variance(v.dur), stddev(v.amt), var_pop(v.dur), stddev_pop(v.amt) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('04 float sums, rounded after',
+	 'SELECT p.cat, round(sum(v.f)::numeric, 3), round(avg(v.f)::numeric, 6) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('05 no GROUP BY',
+	 'SELECT count(*), sum(v.dur), avg(v.amt), max(v.vid) FROM visits v JOIN pages p ON v.page = p.page'),
+	('06 no row joins',
+	 'SELECT count(*), sum(v.dur), min(v.amt) FROM visits v JOIN pages p ON v.page = p.page WHERE p.w = 99'),
+	('07 no row joins, grouped',
+	 'SELECT p.cat, count(*) FROM visits v JOIN pages p ON v.page = p.page WHERE p.w = 99 GROUP BY p.cat'),
+	('08 conditions on both tables',
+	 'SELECT p.cat, count(*), sum(v.amt) FROM visits v JOIN pages p ON v.page = p.page WHERE v.dur < 30 AND v.amt > 10 AND p.cat <> ''cat 3'' GROUP BY p.cat'),
+	('09 FILTER',
+	 'SELECT p.cat, count(*) FILTER (WHERE v.dur > 30), sum(v.amt) FILTER (WHERE v.ok), avg(v.dur) FILTER (WHERE v.f > 1000) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('10 HAVING and ORDER BY an aggregate',
+	 'SELECT p.cat, count(*) AS n FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat HAVING sum(v.dur) > 1000 AND avg(v.amt) < 70 ORDER BY n DESC, p.cat LIMIT 4'),
+	('11 grouped by a moved column too',
+	 'SELECT p.w, v.ok, count(*), sum(v.amt) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.w, v.ok'),
+	('12 an expression of a moved column',
+	 'SELECT NOT v.ok AS m, count(*), max(v.amt) FROM visits v JOIN pages p ON v.page = p.page GROUP BY NOT v.ok'),
+	('13 grouped by the join key',
+	 'SELECT p.page, count(*), sum(v.dur) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.page'),
+	('14 an odd identifier',
+	 'SELECT p.cat, sum(v."Odd ""Col"""), count(v."Odd ""Col""") FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('15 a join condition beyond the keys',
+	 'SELECT p.cat, count(*) FROM visits v JOIN pages p ON v.page = p.page AND v.ok = (p.w > 2) GROUP BY p.cat'),
+	('16 a subquery in FROM',
+	 'SELECT s.cat, s.n * 2 FROM (SELECT p.cat, count(*) AS n FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat) s'),
+	('17 a window over the groups',
+	 'SELECT p.cat, count(*), rank() OVER (ORDER BY count(*) DESC, p.cat) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('18 a table that groups well, many rows a page',
+	 'SELECT p.cat, count(*), sum(h.cnt) FROM hits h JOIN pages p ON h.page = p.page GROUP BY p.cat'),
+	('19 broadcast, grouped first',
+	 '/*+ BroadcastJoin(h) */ SELECT p.cat, count(*), sum(h.cnt), max(h.n) FROM hits h JOIN pages p ON h.page = p.page GROUP BY p.cat')
+) v(name, q) ORDER BY name;
+
+-- not grouped first: what the tasks could not combine, or nothing to weigh it by
+SELECT name, (pre_check(q)).* FROM (VALUES
+	('20 an aggregate of the in-place table',
+	 'SELECT p.cat, count(*), sum(p.w) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('21 DISTINCT aggregate',
+	 'SELECT p.cat, count(DISTINCT v.dur) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('22 LEFT JOIN',
+	 'SELECT p.cat, count(v.vid), sum(v.dur) FROM pages p LEFT JOIN visits v ON v.page = p.page GROUP BY p.cat'),
+	('23 min of text',
+	 'SELECT p.w, min(v.page::text), count(*) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.w'),
+	('24 an aggregate mixing both tables',
+	 'SELECT p.cat, sum(v.dur * p.w) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('25 string_agg',
+	 'SELECT p.cat, length(string_agg(v.dur::text, '','' ORDER BY v.dur)) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat'),
+	('26 nodes without statistics',
+	 'SELECT p.cat, count(*), sum(x.cnt) FROM fresh x JOIN pages p ON x.page = p.page GROUP BY p.cat'),
+	('27 grouped by a column of many values: no rows saved',
+	 'SELECT p.w, v.dur, count(*) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.w, v.dur'),
+	('28 no aggregate at all',
+	 'SELECT p.cat, v.dur FROM visits v JOIN pages p ON v.page = p.page WHERE v.vid < 50')
+) v(name, q) ORDER BY name;
+
+-- the groups travel, not the rows: one per page, leaf and class reached
+SELECT rows_moved('SELECT p.cat, count(*) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat') AS grouped_moved,
+	   (SELECT count(*) FROM visits WHERE page IS NOT NULL) AS rows_there;
+SET colojoin.enable_pre_aggregation = off;
+SELECT plan_moves('SELECT p.cat, count(*) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat') AS off_plan;
+RESET colojoin.enable_pre_aggregation;
+
+-- prepared, with a parameter in the in-place table's condition
+PREPARE q(int) AS SELECT p.cat, count(*), sum(v.amt) FROM visits v JOIN pages p ON v.page = p.page WHERE p.w = $1 GROUP BY p.cat ORDER BY p.cat;
+EXECUTE q(1);
+SELECT p.cat, count(*), sum(v.amt) FROM cj_pa_local.visits v JOIN cj_pa_local.pages p ON v.page = p.page WHERE p.w = 1 GROUP BY p.cat ORDER BY p.cat;
+DEALLOCATE q;
+
+-- in a transaction that wrote through colojoin
+BEGIN;
+INSERT INTO visits VALUES (100001, 5, 1000, 1000, 1, true, 1, 1);
+INSERT INTO cj_pa_local.visits VALUES (100001, 5, 1000, 1000, 1, true, 1, 1);
+SELECT differs('SELECT p.cat, count(*), sum(v.dur), max(v.amt) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat') AS after_write;
+ROLLBACK;
+
+--
+-- Clean up, here and on the nodes.
+--
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA cj_pa CASCADE;
+DROP SCHEMA cj_pa_local CASCADE;
+SELECT dblink_exec(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
+				   'DROP SCHEMA IF EXISTS cj_pa CASCADE')
+FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
+\set prefix cj_pa
+\i sql/include/three_nodes_end.sql

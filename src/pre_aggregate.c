@@ -1,0 +1,425 @@
+/*-------------------------------------------------------------------------
+ *
+ * pre_aggregate.c
+ *	  Aggregation before a move.  When a query aggregates, over inner joins
+ *	  only, nothing but columns of the one table its group moves
+ *	  (repartitioned or broadcast), that table's nodes group its rows by
+ *	  the columns the rest of the query reads (the join columns, grouping
+ *	  columns, the value it is routed by) and send one row per group with
+ *	  its partial aggregates (count, sum, min, ...).  The tasks combine
+ *	  those over the join: every joined row of a group repeats the group's
+ *	  partial, as it repeated each of the group's rows, so a sum of counts
+ *	  counts the joined rows and a sum of sums sums their values.
+ *
+ *	  The planner weighs it with the groups the nodes' own statistics
+ *	  expect (pg_stats' n_distinct of the grouped columns, leaf by leaf,
+ *	  through the size cache): planner.c when it chooses which side of a
+ *	  join moves, aggregates.c for the aggregation path.  Without those
+ *	  statistics nothing is grouped early: a guess that rows shrink would
+ *	  make the planner move the big side.
+ *
+ *	  This file decides and rewrites the plan's parts; remote_sql.c writes
+ *	  the grouped COPY and the temporary table's columns.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_statistic.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/tlist.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "colojoin.h"
+#include "planner_internal.h"
+#include "size_cache.h"
+
+/* the one table g moves, if it moves rows a node can group, else NULL */
+static CjBaseRel *
+moved_rel(CjJoinGroup *g)
+{
+	CjBaseRel  *found = NULL;
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->move == CJ_MOVE_NONE)
+			continue;
+		if (found != NULL)
+			return NULL;		/* one move at a time */
+		found = br;
+	}
+	if (found == NULL || found->table == NULL || found->preagg != NIL ||
+		(found->move != CJ_MOVE_REPARTITION && found->move != CJ_MOVE_BROADCAST))
+		return NULL;
+	return found;
+}
+
+static bool
+all_inner(CjJoinTree *t)
+{
+	if (t->is_base)
+		return true;
+	if (t->lateral != NULL || t->jointype != JOIN_INNER)
+		return false;
+	return all_inner(t->outer) && all_inner(t->inner);
+}
+
+/*
+ * partial_allowed
+ *		Whether a partial aggregate (one aggregates.c's split makes) can be
+ *		computed on mb's nodes and combined in the tasks: over mb's columns
+ *		alone, of a name the tasks know how to combine, of a type that is
+ *		not collatable (the nodes' min of text would follow their columns'
+ *		collations, not the coordinator's).
+ */
+static bool
+partial_allowed(Aggref *agg, CjBaseRel *mb)
+{
+	const char *name = get_func_name(agg->aggfnoid);
+	static const char *const combinable[] = {
+		"count", "sum", "min", "max", "bool_and", "bool_or",
+		"bit_and", "bit_or", "bit_xor"
+	};
+	bool		known = false;
+	ListCell   *lc;
+	int			i;
+
+	for (i = 0; i < lengthof(combinable); i++)
+		if (name && strcmp(name, combinable[i]) == 0)
+			known = true;
+	if (!known || type_is_collatable(agg->aggtype) ||
+		contain_volatile_functions((Node *) agg) ||
+		cj_contains_param((Node *) agg))
+		return false;
+	foreach(lc, pull_var_clause((Node *) list_make2(agg->args, agg->aggfilter),
+								PVC_INCLUDE_PLACEHOLDERS))
+	{
+		Var		   *v = lfirst(lc);
+
+		if (!IsA(v, Var) || v->varno != mb->rtindex || v->varattno <= 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * query_allows
+ *		The query's own conditions: it aggregates (no grouping sets) above
+ *		a join of all its tables, inner joins only, run wholly in the tasks,
+ *		and every aggregate splits into partials mb's nodes can compute.
+ */
+static bool
+query_allows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
+{
+	Query	   *parse = root->parse;
+	ListCell   *lc;
+
+	if (!colojoin_enable_pre_aggregation || !colojoin_enable_aggregate_pushdown)
+		return false;
+	if ((!parse->hasAggs && parse->groupClause == NIL) ||
+		parse->groupingSets != NIL || parse->hasTargetSRFs ||
+		(parse->groupClause != NIL && !grouping_is_hashable(parse->groupClause)))
+		return false;
+	if (!bms_equal(g->rel->relids, root->all_baserels) ||
+		g->local_quals != NIL || !all_inner(g->tree))
+		return false;
+	foreach(lc, pull_var_clause((Node *) list_make2(root->processed_tlist,
+													parse->havingQual),
+								PVC_INCLUDE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
+								PVC_RECURSE_PLACEHOLDERS))
+	{
+		Aggref	   *agg = lfirst(lc);
+		List	   *partials;
+		ListCell   *lp;
+
+		if (!IsA(agg, Aggref))
+			continue;
+		if (!cj_aggref_splits(agg, &partials))
+			return false;
+		foreach(lp, partials)
+			if (!partial_allowed(lfirst(lp), mb))
+				return false;
+	}
+	return true;
+}
+
+static void
+tree_quals(CjJoinTree *t, List **quals)
+{
+	if (t->is_base)
+		return;
+	*quals = list_concat(*quals, list_copy(t->joinquals));
+	*quals = list_concat(*quals, list_copy(t->otherquals));
+	tree_quals(t->outer, quals);
+	tree_quals(t->inner, quals);
+}
+
+/*
+ * carried_columns
+ *		The columns of mb the rest of the query reads outside aggregates
+ *		(the join's conditions, grouping columns and other expressions of
+ *		the select list and HAVING, the value a repartitioning routes by):
+ *		what the nodes group by.  NIL when there is none (a group of all
+ *		rows would join every row of the other side, even with no row) or
+ *		when a system column or the whole row is read.
+ */
+static List *
+carried_columns(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
+{
+	List	   *exprs = NIL;
+	Bitmapset  *attnos = NULL;
+	List	   *result = NIL;
+	ListCell   *lc;
+	int			a = -1;
+
+	foreach(lc, pull_var_clause((Node *) list_make2(root->processed_tlist,
+													root->parse->havingQual),
+								PVC_INCLUDE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
+								PVC_RECURSE_PLACEHOLDERS))
+		if (IsA(lfirst(lc), Var))
+			exprs = lappend(exprs, lfirst(lc));
+	tree_quals(g->tree, &exprs);
+	if (mb->move == CJ_MOVE_REPARTITION)
+		exprs = lappend(exprs, mb->move_key);
+	pull_varattnos((Node *) exprs, mb->rtindex, &attnos);
+	while ((a = bms_next_member(attnos, a)) >= 0)
+	{
+		AttrNumber	attno = a + FirstLowInvalidHeapAttributeNumber;
+
+		if (attno <= 0)
+			return NIL;
+		result = lappend_int(result, attno);
+	}
+	return result;
+}
+
+/* the rows of relid by its pg_class, -1 when never counted */
+static double
+analyzed_tuples(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	double		tuples = -1;
+
+	if (HeapTupleIsValid(tup))
+	{
+		tuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+		ReleaseSysCache(tup);
+	}
+	return tuples;
+}
+
+/*
+ * column_ndistinct
+ *		The distinct values of column attno of foreign leaf (tuples rows):
+ *		the coordinator's own statistics of it when ANALYZE made them (as
+ *		for sizes, they win), else its node's.  false when neither has any.
+ */
+static bool
+column_ndistinct(CjLeaf *leaf, AttrNumber attno, double tuples, double *nd)
+{
+	HeapTuple	tup = SearchSysCache3(STATRELATTINH, ObjectIdGetDatum(leaf->relid),
+									  Int16GetDatum(attno), BoolGetDatum(false));
+
+	if (HeapTupleIsValid(tup))
+	{
+		double		d = ((Form_pg_statistic) GETSTRUCT(tup))->stadistinct;
+
+		ReleaseSysCache(tup);
+		if (d < 0)
+			d = -d * tuples;
+		if (d > 0)
+		{
+			*nd = d;
+			return true;
+		}
+	}
+	return cj_leaf_remote_ndistinct(leaf->relid, leaf->remote_colnames[attno - 1], nd);
+}
+
+/*
+ * source_groups
+ *		The groups mb's nodes would send: per live leaf, the distinct values
+ *		of the carried columns by its node's statistics (their product,
+ *		capped by the leaf's rows), thinned as mb's own conditions thin its
+ *		rows (a value survives if any of its rows does), summed over the
+ *		leaves (a node's leaves are grouped together, so this is an upper
+ *		bound).  -1 when some leaf's node has no statistics for them.
+ */
+static double
+source_groups(PlannerInfo *root, CjBaseRel *mb, List *carried)
+{
+	RelOptInfo *rel = find_base_rel(root, mb->rtindex);
+	double		sel = rel->tuples > 0 ? Min(rel->rows / rel->tuples, 1.0) : 1.0;
+	double		total = 0;
+	int			k,
+				l;
+
+	for (k = 0; k < mb->table->nclasses; k++)
+		for (l = 0; l < mb->table->classes[k].nleaves; l++)
+		{
+			CjLeaf	   *leaf = &mb->table->classes[k].leaves[l];
+			double		tuples;
+			double		pages;
+			double		nd = 1;
+			double		groups;
+			ListCell   *lc;
+
+			if (!mb->leaf_live[k][l])
+				continue;
+			if (!leaf->is_foreign)
+				return -1;
+			tuples = analyzed_tuples(leaf->relid);
+			if (tuples < 0 && !cj_leaf_remote_size(leaf->relid, &tuples, &pages))
+				return -1;
+			if (tuples < 1)
+				continue;
+			foreach(lc, carried)
+			{
+				double		d;
+
+				if (!column_ndistinct(leaf, lfirst_int(lc), tuples, &d))
+					return -1;
+				nd *= d;
+			}
+			nd = Min(nd, tuples);
+			/* a value with tuples / nd rows keeps at least one of them */
+			groups = sel >= 1.0 ? nd : nd * (1.0 - pow(1.0 - sel, tuples / nd));
+			total += Max(Min(groups, tuples * sel), 1.0);
+		}
+	return total;
+}
+
+bool
+cj_pre_aggregation_possible(PlannerInfo *root, CjJoinGroup *g)
+{
+	CjBaseRel  *mb = moved_rel(g);
+
+	return mb != NULL && cj_pre_aggregated_rows(root, g, mb) >= 0;
+}
+
+double
+cj_pre_aggregated_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
+{
+	List	   *carried;
+	double		groups;
+
+	if (moved_rel(g) != mb || !query_allows(root, g, mb))
+		return -1;
+	carried = carried_columns(root, g, mb);
+	if (carried == NIL)
+		return -1;
+	groups = source_groups(root, mb, carried);
+	if (groups < 0)
+		return -1;
+	return mb->move == CJ_MOVE_BROADCAST ? groups * cj_task_node_count(g) : groups;
+}
+
+/*
+ * combined_sql
+ *		What a task computes, over the moved groups' column col of table
+ *		rtindex, in place of the partial aggregate agg over the moved rows:
+ *		counts and sums are summed (cast back to the partial's type), the
+ *		others are their own combination.
+ */
+static char *
+combined_sql(Aggref *agg, Index rtindex, const char *col)
+{
+	const char *name = get_func_name(agg->aggfnoid);
+
+	if (strcmp(name, "count") == 0)
+		return psprintf("COALESCE(pg_catalog.sum(r%u.%s), 0)::pg_catalog.int8",
+						rtindex, col);
+	if (strcmp(name, "sum") == 0)
+		return psprintf("(pg_catalog.sum(r%u.%s))::%s", rtindex, col,
+						cj_type_name(agg->aggtype, -1));
+	return psprintf("pg_catalog.%s(r%u.%s)", quote_identifier(name), rtindex, col);
+}
+
+bool
+cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
+				 CjJoinGroup **pg, CjUpperSpec **pspec, Cost *extra_cost)
+{
+	CjBaseRel  *mb = moved_rel(g);
+	CjBaseRel  *pmb = NULL;
+	CjJoinGroup *ng;
+	CjUpperSpec *ns;
+	List	   *carried;
+	List	   *remote_sql = NIL;
+	StringInfoData names;
+	double		groups;
+	ListCell   *lc;
+
+	if (mb == NULL || !query_allows(root, g, mb))
+		return false;
+	carried = carried_columns(root, g, mb);
+	if (carried == NIL || (groups = source_groups(root, mb, carried)) < 0)
+		return false;
+
+	ng = palloc(sizeof(CjJoinGroup));
+	memcpy(ng, g, sizeof(CjJoinGroup));
+	ng->rels = cj_copy_rels(g->rels);
+	foreach(lc, ng->rels)
+		if (((CjBaseRel *) lfirst(lc))->rtindex == mb->rtindex)
+			pmb = lfirst(lc);
+	Assert(pmb != NULL);
+	pmb->move_attnos = carried;
+	pmb->preagg = NIL;
+	pmb->preagg_rows = groups;
+	pmb->move_name = psprintf("%s_g", mb->move_name);
+
+	foreach(lc, spec->remote_exprs)
+	{
+		Aggref	   *agg = lfirst(lc);
+		CjPreAgg   *pa;
+
+		if (foreach_current_index(lc) < spec->ngroup)
+		{
+			remote_sql = lappend(remote_sql, NULL);
+			continue;
+		}
+		if (!IsA(agg, Aggref) || !partial_allowed(agg, mb))
+			return false;
+		pa = palloc(sizeof(CjPreAgg));
+		pa->agg = agg;
+		pa->column = psprintf("colojoin_agg_%d", list_length(pmb->preagg) + 1);
+		pmb->preagg = lappend(pmb->preagg, pa);
+		remote_sql = lappend(remote_sql, combined_sql(agg, mb->rtindex, pa->column));
+	}
+
+	initStringInfo(&names);
+	foreach(lc, carried)
+		appendStringInfo(&names, "%s%s", names.len ? ", " : "",
+						 quote_identifier(get_attname(mb->relid, lfirst_int(lc), false)));
+	ng->move_text = psprintf("%s, grouped by %s on its nodes first",
+							 g->move_text ? g->move_text : "", names.data);
+
+	ns = palloc(sizeof(CjUpperSpec));
+	memcpy(ns, spec, sizeof(CjUpperSpec));
+	ns->remote_sql = remote_sql;
+
+	/*
+	 * What the path saves and adds over the same aggregation of the moved
+	 * rows themselves: the rows that no longer travel, and the sources'
+	 * own aggregation of every row they read.
+	 */
+	*extra_cost = cj_moves_cost(root, ng) - cj_moves_cost(root, g) +
+		find_base_rel(root, mb->rtindex)->rows * cpu_operator_cost *
+		(list_length(carried) + list_length(pmb->preagg)) /
+		Max(cj_task_node_count(g), 1);
+	*pg = ng;
+	*pspec = ns;
+	return true;
+}
