@@ -107,6 +107,20 @@ BEGIN
 END
 $$;
 
+-- the lines of a plan matching pattern
+CREATE FUNCTION plan_line(query text, pattern text) RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		IF line ~ pattern THEN
+			RETURN NEXT trim(line);
+		END IF;
+	END LOOP;
+END
+$$;
+
 -- the rows a plan moved
 CREATE FUNCTION rows_moved(query text) RETURNS bigint
 LANGUAGE plpgsql AS $$
@@ -189,6 +203,22 @@ SELECT name, (pre_check(q)).* FROM (VALUES
 	('28 no aggregate at all',
 	 'SELECT p.cat, v.dur FROM visits v JOIN pages p ON v.page = p.page WHERE v.vid < 50')
 ) v(name, q) ORDER BY name;
+
+-- PreAggregate(alias): grouped first where the cost would not, or the
+-- statistics are missing; an ERROR that says why where it cannot be
+SELECT name, (pre_check(q)).* FROM (VALUES
+	('30 hinted, nodes without statistics',
+	 '/*+ PreAggregate(x) */ SELECT p.cat, count(*), sum(x.cnt) FROM fresh x JOIN pages p ON x.page = p.page GROUP BY p.cat'),
+	('31 hinted, grouping saves nothing',
+	 '/*+ PreAggregate(v) */ SELECT p.w, v.dur, count(*), avg(v.amt) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.w, v.dur'),
+	('32 hinted, the other side moves grouped',
+	 '/*+ PreAggregate(p) */ SELECT v.bits, count(*), sum(p.w), max(p.page) FROM visits v JOIN pages p ON v.page = p.page GROUP BY v.bits')
+) v(name, q) ORDER BY name;
+SELECT plan_line('/*+ PreAggregate(x) */ SELECT p.cat, count(*), sum(x.cnt) FROM fresh x JOIN pages p ON x.page = p.page GROUP BY p.cat', 'Strategy|Hints') AS hinted_plan;
+/*+ PreAggregate(v) */ SELECT p.cat, sum(p.w) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat;
+/*+ PreAggregate(v) */ SELECT p.cat, v.dur FROM visits v JOIN pages p ON v.page = p.page LIMIT 1;
+/*+ PreAggregate(v) */ SELECT p.cat, count(v.vid) FROM pages p LEFT JOIN visits v ON v.page = p.page GROUP BY p.cat;
+/*+ PreAggregate(v) */ SELECT count(*) FROM visits v JOIN visits w ON v.vid = w.vid;
 
 -- the groups travel, not the rows: one per page, leaf and class reached
 SELECT rows_moved('SELECT p.cat, count(*) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat') AS grouped_moved,

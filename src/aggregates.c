@@ -446,27 +446,33 @@ all_shippable(PlannerInfo *root, List *exprs)
  * add_combined_path
  *		The coordinator's Agg combining the partial aggregates of lower's
  *		tasks into final_target, under the labelling node that presents its
- *		rows as target.
+ *		rows as target; costing nothing when a hint asks for it (forced).
  */
 static void
 add_combined_path(PlannerInfo *root, RelOptInfo *output_rel, Path *lower,
 				  PathTarget *final_target, PathTarget *target,
 				  List *final_having, AggClauseCosts *agg_costs,
-				  double numgroups)
+				  double numgroups, bool forced)
 {
 	Query	   *parse = root->parse;
+	Path	   *path;
 
-	add_path(output_rel,
-			 cj_make_combine_path(root, output_rel,
-								  (Path *) create_agg_path(root, output_rel, lower,
-														   final_target,
-														   parse->groupClause != NIL ?
-														   AGG_HASHED : AGG_PLAIN,
-														   AGGSPLIT_SIMPLE,
-														   parse->groupClause,
-														   final_having, agg_costs,
-														   numgroups),
-								  target));
+	path = cj_make_combine_path(root, output_rel,
+								(Path *) create_agg_path(root, output_rel, lower,
+														 final_target,
+														 parse->groupClause != NIL ?
+														 AGG_HASHED : AGG_PLAIN,
+														 AGGSPLIT_SIMPLE,
+														 parse->groupClause,
+														 final_having, agg_costs,
+														 numgroups),
+								target);
+	if (forced)
+	{
+		path->startup_cost = 0;
+		path->total_cost = 0;
+	}
+	add_path(output_rel, path);
 }
 
 /*
@@ -567,6 +573,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 			CjJoinGroup *pg;
 			CjUpperSpec *pspec;
 			Cost		extra;
+			bool		forced;
 
 			final_target = copy_pathtarget(target);
 			final_target->exprs = final_exprs;
@@ -578,17 +585,18 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 			lower = cj_make_upper_path(root, output_rel, g, lower_target, spec,
 									   Min(numgroups * ntasks, Max(input_rows, 1)));
 			add_combined_path(root, output_rel, lower, final_target, target,
-							  final_having, &agg_costs, numgroups);
+							  final_having, &agg_costs, numgroups, false);
 
 			/* the same, over the moved table's groups instead of its rows */
-			if (cj_pre_aggregate(root, g, spec, &pg, &pspec, &extra))
+			if (cj_pre_aggregate(root, g, spec, &pg, &pspec, &extra, &forced))
 			{
 				lower = cj_make_upper_path(root, output_rel, pg, lower_target, pspec,
 										   Min(numgroups * ntasks, Max(input_rows, 1)));
 				lower->startup_cost += extra;
 				lower->total_cost += extra;
-				add_combined_path(root, output_rel, lower, final_target, target,
-								  final_having, &agg_costs, numgroups);
+				add_combined_path(root, output_rel, lower, final_target,
+								  target, final_having, &agg_costs, numgroups,
+								  forced);
 			}
 			return;
 		}

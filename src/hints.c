@@ -37,6 +37,7 @@ static const CjHintName hint_names[] = {
 	{"redistribute", CJ_HINT_REDISTRIBUTE, 1, 2},
 	{"broadcastjoin", CJ_HINT_BROADCAST_JOIN, 1, 1},
 	{"localjoin", CJ_HINT_LOCAL_JOIN, 2, -1},
+	{"preaggregate", CJ_HINT_PRE_AGGREGATE, 1, 1},
 	{"joinoptions", CJ_HINT_JOIN_OPTIONS, 0, 0},
 };
 

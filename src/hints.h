@@ -21,6 +21,7 @@ typedef enum CjHintKind
 	CJ_HINT_REDISTRIBUTE,		/* Redistribute(b), Redistribute(a b) */
 	CJ_HINT_BROADCAST_JOIN,		/* BroadcastJoin(b) */
 	CJ_HINT_LOCAL_JOIN,			/* LocalJoin(a b) */
+	CJ_HINT_PRE_AGGREGATE,		/* PreAggregate(b) */
 	CJ_HINT_JOIN_OPTIONS		/* joinOptions(key='value', ...) */
 } CjHintKind;
 

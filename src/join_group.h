@@ -87,12 +87,14 @@ extern bool cj_aggref_splits(Aggref *agg, List **partials);
  * pre_aggregate.c: whether g's moved table could be aggregated before its
  * move; and the group and spec of spec's partial aggregation with it so
  * (spec's partials computed from the moved groups), with what that adds
- * to the path's cost (negative: it saves), or false.
+ * to the path's cost (negative: it saves) and whether a PreAggregate hint
+ * asks for it, or false.
  */
 extern bool cj_pre_aggregation_possible(PlannerInfo *root, CjJoinGroup *g);
 extern bool cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g,
 							 CjUpperSpec *spec, CjJoinGroup **pg,
-							 CjUpperSpec **pspec, Cost *extra_cost);
+							 CjUpperSpec **pspec, Cost *extra_cost,
+							 bool *forced);
 
 /* window functions computed in the tasks, for the window relation (windows.c) */
 extern void cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,

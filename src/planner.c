@@ -1528,7 +1528,9 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 			double		moved = cj_moved_rows(root, g, mb);
 			double		grouped = cj_pre_aggregated_rows(root, g, mb);
 
-			if (grouped >= 0 && grouped < moved)
+			if (grouped >= 0 && cj_pre_aggregate_hint(root, mb->rtindex))
+				moved = -1;		/* PreAggregate(mb): this way */
+			else if (grouped >= 0 && grouped < moved)
 				moved = grouped;
 
 			if (best == NULL || moved < best_moved)
@@ -1676,6 +1678,18 @@ find_hint(PlannerInfo *root, Relids relids, bool exact, CjHintKind kind1,
 			return h;
 	}
 	return NULL;
+}
+
+/* the PreAggregate hint naming relation rtindex, if any */
+CjHint *
+cj_pre_aggregate_hint(PlannerInfo *root, Index rtindex)
+{
+	Relids		relids = bms_make_singleton(rtindex);
+	CjHint	   *h = find_hint(root, relids, true, CJ_HINT_PRE_AGGREGATE,
+							  CJ_HINT_PRE_AGGREGATE);
+
+	bms_free(relids);
+	return h;
 }
 
 /*
@@ -2003,7 +2017,8 @@ check_forcing_hints(CjHintSet *hints)
 			(h->kind != CJ_HINT_COLOCATED_JOIN &&
 			 h->kind != CJ_HINT_REDISTRIBUTE_JOIN &&
 			 h->kind != CJ_HINT_REDISTRIBUTE &&
-			 h->kind != CJ_HINT_BROADCAST_JOIN))
+			 h->kind != CJ_HINT_BROADCAST_JOIN &&
+			 h->kind != CJ_HINT_PRE_AGGREGATE))
 			continue;
 		initStringInfo(&buf);
 		foreach(lr, h->failures)
@@ -2015,7 +2030,12 @@ check_forcing_hints(CjHintSet *hints)
 				 errmsg("colojoin hint \"%s\" cannot be honoured", h->text),
 				 buf.len > 0 ?
 				 errdetail("%s.", buf.data) :
+				 h->kind == CJ_HINT_PRE_AGGREGATE ?
+				 errdetail("The query does not aggregate over a join colojoin runs that moves %s.",
+						   (char *) linitial(h->names)) :
 				 errdetail("The relations it names are not joined to each other on their own in this query."),
+				 h->kind == CJ_HINT_PRE_AGGREGATE ?
+				 errhint("Aggregation before a move needs a table the join moves (repartitioned or broadcast) and a query that aggregates only its columns, or count(*), over inner joins, with aggregates colojoin splits (count, sum, avg, min and max of types without collation, bool and bit aggregates, variances).") :
 				 h->kind == CJ_HINT_COLOCATED_JOIN ?
 				 errhint("A colocated join needs sharded tables partitioned alike, joined on all their partition keys, with each partition class on one node; remove the hint to let the planner choose.") :
 				 h->kind == CJ_HINT_REDISTRIBUTE && list_length(h->names) == 2 ?

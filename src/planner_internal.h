@@ -173,6 +173,7 @@ extern int	cj_class_remainder(CjJoinGroup *g, int c);
 extern bool cj_tree_produces(CjJoinTree *t, const bool *present);
 extern CjJoinGroup *cj_group_of_rel(RelOptInfo *rel);
 extern CjHintSet *cj_statement_hints(void);
+extern CjHint *cj_pre_aggregate_hint(PlannerInfo *root, Index rtindex);
 extern CjJoinGroup *cj_group_for_rel(PlannerInfo *root, RelOptInfo *rel,
 									 List **reasons);
 extern bool cj_finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons);

@@ -116,26 +116,32 @@ partial_allowed(Aggref *agg, CjBaseRel *mb)
 }
 
 /*
- * query_allows
- *		The query's own conditions: it aggregates (no grouping sets) above
- *		a join of all its tables, inner joins only, run wholly in the tasks,
- *		and every aggregate splits into partials mb's nodes can compute.
+ * query_refusal
+ *		Why the query's own conditions do not allow grouping mb first, or
+ *		NULL when they do: it aggregates (no grouping sets) above a join of
+ *		all its tables, inner joins only, run wholly in the tasks, and
+ *		every aggregate splits into partials mb's nodes can compute.
  */
-static bool
-query_allows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
+static const char *
+query_refusal(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
 {
 	Query	   *parse = root->parse;
 	ListCell   *lc;
 
-	if (!colojoin_enable_pre_aggregation || !colojoin_enable_aggregate_pushdown)
-		return false;
+	/* a hint overrides the setting for its statement */
+	if (!colojoin_enable_pre_aggregation &&
+		cj_pre_aggregate_hint(root, mb->rtindex) == NULL)
+		return "aggregation before a move is off (colojoin.enable_pre_aggregation)";
+	if (!colojoin_enable_aggregate_pushdown)
+		return "aggregation on the nodes is off (colojoin.enable_aggregate_pushdown)";
 	if ((!parse->hasAggs && parse->groupClause == NIL) ||
 		parse->groupingSets != NIL || parse->hasTargetSRFs ||
 		(parse->groupClause != NIL && !grouping_is_hashable(parse->groupClause)))
-		return false;
-	if (!bms_equal(g->rel->relids, root->all_baserels) ||
-		g->local_quals != NIL || !all_inner(g->tree))
-		return false;
+		return "the query does not aggregate, or groups by grouping sets or by unhashable values";
+	if (!bms_equal(g->rel->relids, root->all_baserels))
+		return "the join that moves it is not the query's whole FROM";
+	if (g->local_quals != NIL || !all_inner(g->tree))
+		return "its join is not all inner joins run on the nodes";
 	foreach(lc, pull_var_clause((Node *) list_make2(root->processed_tlist,
 													parse->havingQual),
 								PVC_INCLUDE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
@@ -148,12 +154,13 @@ query_allows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
 		if (!IsA(agg, Aggref))
 			continue;
 		if (!cj_aggref_splits(agg, &partials))
-			return false;
+			return "an aggregate does not split into partial aggregates";
 		foreach(lp, partials)
 			if (!partial_allowed(lfirst(lp), mb))
-				return false;
+				return psprintf("an aggregate reads more than columns of %s, or gives a collatable type",
+								mb->alias);
 	}
-	return true;
+	return NULL;
 }
 
 static void
@@ -302,6 +309,15 @@ source_groups(PlannerInfo *root, CjBaseRel *mb, List *carried)
 	return total;
 }
 
+/* a reason PreAggregate(mb) was not followed, for its error */
+static void
+refuse_hint(CjHint *hint, const char *why)
+{
+	if (hint != NULL && why != NULL &&
+		!list_member(hint->failures, makeString((char *) why)))
+		hint->failures = lappend(hint->failures, makeString(pstrdup(why)));
+}
+
 bool
 cj_pre_aggregation_possible(PlannerInfo *root, CjJoinGroup *g)
 {
@@ -310,20 +326,52 @@ cj_pre_aggregation_possible(PlannerInfo *root, CjJoinGroup *g)
 	return mb != NULL && cj_pre_aggregated_rows(root, g, mb) >= 0;
 }
 
+/*
+ * groups_of
+ *		The groups mb's nodes would send, or -1 (with *why) when grouping
+ *		it is not allowed; with PreAggregate(mb) the rows stand in for
+ *		statistics that are missing.
+ */
+static double
+groups_of(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb, List **carried,
+		  const char **why)
+{
+	double		groups;
+
+	*why = query_refusal(root, g, mb);
+	if (*why != NULL)
+		return -1;
+	*carried = carried_columns(root, g, mb);
+	if (*carried == NIL)
+	{
+		*why = psprintf("nothing else of %s is read to group it by, or a system column or the whole row is",
+						mb->alias);
+		return -1;
+	}
+	groups = source_groups(root, mb, *carried);
+	if (groups < 0 && cj_pre_aggregate_hint(root, mb->rtindex) != NULL)
+		groups = find_base_rel(root, mb->rtindex)->rows;
+	if (groups < 0)
+		*why = psprintf("the nodes of %s have no statistics of the columns it would be grouped by",
+						mb->alias);
+	return groups;
+}
+
 double
 cj_pre_aggregated_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
 {
 	List	   *carried;
+	const char *why;
 	double		groups;
 
-	if (moved_rel(g) != mb || !query_allows(root, g, mb))
+	if (moved_rel(g) != mb)
 		return -1;
-	carried = carried_columns(root, g, mb);
-	if (carried == NIL)
-		return -1;
-	groups = source_groups(root, mb, carried);
+	groups = groups_of(root, g, mb, &carried, &why);
 	if (groups < 0)
+	{
+		refuse_hint(cj_pre_aggregate_hint(root, mb->rtindex), why);
 		return -1;
+	}
 	return mb->move == CJ_MOVE_BROADCAST ? groups * cj_task_node_count(g) : groups;
 }
 
@@ -350,23 +398,30 @@ combined_sql(Aggref *agg, Index rtindex, const char *col)
 
 bool
 cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
-				 CjJoinGroup **pg, CjUpperSpec **pspec, Cost *extra_cost)
+				 CjJoinGroup **pg, CjUpperSpec **pspec, Cost *extra_cost,
+				 bool *forced)
 {
 	CjBaseRel  *mb = moved_rel(g);
 	CjBaseRel  *pmb = NULL;
 	CjJoinGroup *ng;
 	CjUpperSpec *ns;
+	CjHint	   *hint;
 	List	   *carried;
 	List	   *remote_sql = NIL;
 	StringInfoData names;
+	const char *why;
 	double		groups;
 	ListCell   *lc;
 
-	if (mb == NULL || !query_allows(root, g, mb))
+	if (mb == NULL)
 		return false;
-	carried = carried_columns(root, g, mb);
-	if (carried == NIL || (groups = source_groups(root, mb, carried)) < 0)
+	hint = cj_pre_aggregate_hint(root, mb->rtindex);
+	groups = groups_of(root, g, mb, &carried, &why);
+	if (groups < 0)
+	{
+		refuse_hint(hint, why);
 		return false;
+	}
 
 	ng = palloc(sizeof(CjJoinGroup));
 	memcpy(ng, g, sizeof(CjJoinGroup));
@@ -391,7 +446,11 @@ cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
 			continue;
 		}
 		if (!IsA(agg, Aggref) || !partial_allowed(agg, mb))
+		{
+			refuse_hint(hint, psprintf("an aggregate reads more than columns of %s",
+									   mb->alias));
 			return false;
+		}
 		pa = palloc(sizeof(CjPreAgg));
 		pa->agg = agg;
 		pa->column = psprintf("colojoin_agg_%d", list_length(pmb->preagg) + 1);
@@ -421,5 +480,11 @@ cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
 		Max(cj_task_node_count(g), 1);
 	*pg = ng;
 	*pspec = ns;
+	*forced = (hint != NULL);
+	if (hint != NULL)
+	{
+		hint->used = true;
+		ng->hints_used = lappend(list_copy(g->hints_used), hint);
+	}
 	return true;
 }

@@ -48,7 +48,7 @@ FEATURES = {
     'date-keys': 'date keys',
     'uuid-keys': 'uuid keys',
     'numeric-keys': 'numeric keys',
-    'analyze': 'ANALYZE on some tables',
+    'analyze': 'ANALYZE on some tables (and in half the worlds on every node)',
     'outer': 'LEFT, RIGHT and FULL joins',
     'cross': 'CROSS JOIN and comma joins',
     'semi': 'semi joins (EXISTS, IN)',
@@ -65,7 +65,7 @@ FEATURES = {
     'settings': 'colojoin settings varied per query',
     'dimensions': 'tables that are not sharded (plain, materialized view, foreign table of one server) '
                   'joined with sharded ones and broadcast',
-    'hints': 'BroadcastJoin(alias) hints naming a dimension table',
+    'hints': 'BroadcastJoin(alias) hints naming a dimension table, PreAggregate(alias) on aggregating joins',
     'windows': 'window functions (PARTITION BY partition keys, other columns or nothing; frames, '
                'named windows, FILTER, a filter on a window result in an outer query)',
     'session-settings': 'DateStyle, IntervalStyle, extra_float_digits, TimeZone, bytea_output varied '
@@ -487,6 +487,9 @@ class World:
             self.tables.append(t)
             n += 1
         self.stmts = []     # (tables or None, target, sql); target 'c' or node number
+        # half the worlds have the nodes analyze their tables too (statistics
+        # colojoin reads there: the groups a move aggregated first would send)
+        self.node_analyze = 'analyze' in feats and random.Random(seed * 17 + 3).random() < 0.5
         self.emit_ddl()
         self.dims = []
         self.deps = {}      # dimension name -> the names it reads (a materialized view's base)
@@ -766,6 +769,7 @@ class Query:
         self.sess = []       # (name, value) for both runs (DateStyle and the like)
         self.hint = None     # (alias, where): /*+ BroadcastJoin(alias) */ leading or after SELECT
         self.dhint = None    # (a, b): /*+ Redistribute(a b) */ leading
+        self.phint = None    # alias: /*+ PreAggregate(alias) */ leading
         self.has_dim = False
         self.dim_aliases = []
         self.dgroup = []     # GROUP BY a dimension column, asked for while joining it
@@ -803,6 +807,8 @@ class QGen:
         self.lat_share = 0.15
         # and the joins of two tables on no key (dual repartition)
         self.xrng = random.Random(world.seed * 7 + 5)
+        # and PreAggregate hints
+        self.prng = random.Random(world.seed * 7 + 6)
         self.dual_share = 0.1
 
     def on(self, feat, p=1.0):
@@ -1245,6 +1251,16 @@ class QGen:
             else:
                 al = rng.choice(q.dim_aliases)      # maybe one that cannot be honoured
             q.hint = (al, rng.choice(['lead', 'lead', 'select']))
+        # PreAggregate(alias) on aggregating joins: mostly the one table the
+        # aggregates read (the hint can hold), else any (a refusal is fine)
+        prng = self.prng
+        if 'hints' in self.f and q.agg and len(q.items) > 1 and prng.random() < 0.2:
+            aliases = [it['alias'] for it in q.items]
+            read = set(AL.findall(' '.join(q.aggs))) & set(aliases)
+            if len(read) == 1 and prng.random() < 0.8:
+                q.phint = read.pop()
+            else:
+                q.phint = prng.choice(aliases)
 
     def gen_dual(self, q):
         """two sharded tables joined on columns that are no partition key of
@@ -1286,6 +1302,11 @@ class QGen:
                 q.group.append('%s.%s' % (rng.choice(visible), rng.choice(COLS)))
             q.aggs = ['count(*)'] + ['count(%s.%s)' % (al, rng.choice(COLS)) for al in visible] + \
                 ['sum(a1.v)']
+            if rng.random() < 0.5:
+                # one table's aggregates: it may be grouped before its move
+                x = rng.choice(visible)
+                q.aggs = ['count(*)', 'count(%s.k2)' % x, 'sum(%s.v)' % x, 'min(%s.n)' % x,
+                          'max(%s.v)' % x, 'avg(%s.n)' % x]
         else:
             q.select = ['%s.%s' % (rng.choice(visible), rng.choice(COLS))
                         for _ in range(rng.randint(1, 3))]
@@ -1468,8 +1489,11 @@ class QGen:
                 it = rng.choice(visible)
                 e, _c = self.colref(it['alias'], it['table'])
                 q.group.append(e)
+            # a moved join's aggregates over one table at times (grouped
+            # before its move: PreAggregate)
+            one = rng.choice(visible) if self.moved and rng.random() < 0.5 else None
             for _ in range(rng.randint(1, 3)):
-                it = rng.choice(visible)
+                it = one or rng.choice(visible)
                 a = it['alias']
                 if it['table'].get('dim'):
                     q.aggs.append(self.dim_agg(a))
@@ -1856,6 +1880,11 @@ def render(q, prepared=True):
     if q.hint and re.search(r'\b%s\b' % q.hint[0], sql):
         h = '/*+ BroadcastJoin(%s) */ ' % q.hint[0]
         sql = h + sql if q.hint[1] == 'lead' else sql.replace('SELECT ', 'SELECT ' + h, 1)
+    if q.phint and re.search(r'\b%s\b' % q.phint, sql):
+        if sql.startswith('/*+ '):
+            sql = '/*+ PreAggregate(%s) ' % q.phint + sql[4:]
+        else:
+            sql = '/*+ PreAggregate(%s) */ ' % q.phint + sql
     return sql, ', '.join(args)
 
 
@@ -2100,6 +2129,11 @@ def setup_world(pg, w):
     rc, out, err = pg.psql(';\n'.join(s for _, _, s in data) + ';\n')
     if rc != 0:
         return 'loading data: ' + err.strip()
+    if w.node_analyze:
+        for i, port in pg.nodes.items():
+            rc, out, err = pg.psql('ANALYZE;\n', port=port)
+            if rc != 0:
+                return 'node %d ANALYZE: %s' % (i, err.strip())
     rc, out, err = pg.psql(CHECK_FUNCS)
     if rc != 0:
         return 'check functions: ' + err.strip()
@@ -2244,6 +2278,8 @@ def candidates(q):
         v(lambda c: setattr(c, 'hint', None) or c)
     if q.dhint:
         v(lambda c: setattr(c, 'dhint', None) or c)
+    if q.phint:
+        v(lambda c: setattr(c, 'phint', None) or c)
     for i in range(len(q.gucs)):
         v(lambda c, i=i: c.gucs.pop(i) and c)
     for i in range(len(q.sess)):
