@@ -1,5 +1,5 @@
 # bench/bench_common.sh -- what the one-cluster bench scripts (writes.sh,
-# star.sh, asof.sh, dual_repartition.sh, planning.sh, redistribute.sh,
+# star.sh, asof.sh, dual_repartition.sh, planning.sh, redistribute.sh, pre_aggregate.sh,
 # point_lookup.sh) share.  Sourced after
 # the script has set ROOT, CJ_PORT and CJ_CLUSTER_DIR; defines:
 #   q ARGS...            psql as postgres on the coordinator's database bench
@@ -12,6 +12,12 @@
 #                        (left running with BENCH_KEEP=1, to look around)
 #   bench_servers [OPT]  the SQL of servers n1..n4 (extra OPTIONS text OPT)
 #                        and their user mappings
+#   bench_in_memory      every server set up as bench/run.sh's: data in
+#                        memory, no parallel workers, no JIT, no autovacuum;
+#                        the servers restarted
+#   bench_timed FN CFG   ms of one \timing'd run of the last statement that
+#                        FN CFG prints, in a session that first runs all it
+#                        prints once untimed
 # and CLUSTER, PG_CONFIG (default PostgreSQL 15's), PG_BINDIR, PSQL.
 
 export CJ_NODES=4
@@ -48,4 +54,31 @@ bench_servers() {
 		echo "CREATE SERVER n$i FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', port '$((CJ_PORT + i))', dbname 'bench'$extra);"
 		echo "CREATE USER MAPPING FOR CURRENT_USER SERVER n$i;"
 	done
+}
+
+bench_in_memory() {
+	local i
+	# the coordinator's shared buffers hold its local tables; 2 cores for 5
+	# servers: no parallel workers
+	for i in 0 1 2 3 4; do
+		runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p $((CJ_PORT + i)) -d postgres <<SQL
+ALTER SYSTEM SET shared_buffers = '$([ "$i" = 0 ] && echo 1GB || echo 512MB)';
+ALTER SYSTEM SET work_mem = '64MB';
+ALTER SYSTEM SET maintenance_work_mem = '256MB';
+ALTER SYSTEM SET max_parallel_workers_per_gather = 0;
+ALTER SYSTEM SET jit = off;
+ALTER SYSTEM SET autovacuum = off;
+ALTER SYSTEM SET max_wal_size = '4GB';
+SQL
+	done
+	"$CLUSTER" restart >/dev/null
+}
+
+bench_timed() {
+	{
+		"$1" "$2"
+		echo '\o /dev/null'
+		echo '\timing on'
+		"$1" "$2" | tail -1
+	} | q | awk '/^Time: / { print $2 }'
 }

@@ -61,19 +61,8 @@ N_SOLD=$(awk -v s="$SCALE" 'BEGIN { n = int(50000 * s); if (n < 50) n = 50; prin
 
 bench_fresh_cluster
 
-# everything in memory, no parallel workers (2 cores for 5 servers), no JIT
-for i in 0 1 2 3 4; do
-	runuser -u postgres -- "$PSQL" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p $((CJ_PORT + i)) -d postgres <<SQL
-ALTER SYSTEM SET shared_buffers = '$([ "$i" = 0 ] && echo 1GB || echo 512MB)';
-ALTER SYSTEM SET work_mem = '64MB';
-ALTER SYSTEM SET maintenance_work_mem = '256MB';
-ALTER SYSTEM SET max_parallel_workers_per_gather = 0;
-ALTER SYSTEM SET jit = off;
-ALTER SYSTEM SET autovacuum = off;
-ALTER SYSTEM SET max_wal_size = '4GB';
-SQL
-done
-"$CLUSTER" restart >/dev/null
+# as bench/run.sh: everything in memory
+bench_in_memory
 
 say "schema and data (SCALE=$SCALE: $N_EVENTS events of $N_SOLD products sold, $N_PRODUCTS products)"
 {
@@ -141,25 +130,16 @@ done
 stmt colojoin | sed '$s/^/EXPLAIN (VERBOSE) /' | q | grep -q 'on its nodes first' ||
 	{ echo "pre_aggregate.sh: colojoin did not aggregate before the move" >&2; exit 1; }
 
-# milliseconds of one timed run (a fresh session: one untimed run first)
-time_one() {
-	{
-		stmt "$1"
-		echo '\o /dev/null'
-		echo '\timing on'
-		stmt "$1" | tail -1
-	} | q | awk '/^Time: / { print $2 }'
-}
 
 say "timed runs (REPS=$REPS rounds, each configuration in turn)"
 declare -A runs T
 for cfg in $CONFIGS; do
-	time_one "$cfg" >/dev/null
+	bench_timed stmt "$cfg" >/dev/null
 	runs[$cfg]=""
 done
 for ((r = 0; r < REPS; r++)); do
 	for cfg in $CONFIGS; do
-		runs[$cfg]+="$(time_one "$cfg") "
+		runs[$cfg]+="$(bench_timed stmt "$cfg") "
 	done
 done
 for cfg in $CONFIGS; do

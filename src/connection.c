@@ -226,16 +226,26 @@ conn_error_message(PGconn *conn)
 	return msg;
 }
 
-/* close the connection, whatever state it is in; the cache entry stays */
+/*
+ * forget_wait_set
+ *		Free c's wait set, before its socket closes: the socket's number
+ *		may come back for another connection, which the set would not see.
+ */
 static void
-close_connection(CjConnection *c)
+forget_wait_set(CjConnection *c)
 {
-	/* before the socket goes: its number may come back for another one */
 	if (c->wait_set != NULL)
 	{
 		FreeWaitEventSet(c->wait_set);
 		c->wait_set = NULL;
 	}
+}
+
+/* close the connection, whatever state it is in; the cache entry stays */
+static void
+close_connection(CjConnection *c)
+{
+	forget_wait_set(c);
 	if (c->conn != NULL)
 	{
 		PQfinish(c->conn);
@@ -1405,6 +1415,7 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um)
 	}
 	PG_CATCH();
 	{
+		forget_wait_set(c);
 		c->conn = NULL;
 		c->in_flight = false;
 		PQfinish(conn);

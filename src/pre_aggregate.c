@@ -29,7 +29,6 @@
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_statistic.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
@@ -213,21 +212,6 @@ carried_columns(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
 	return result;
 }
 
-/* the rows of relid by its pg_class, -1 when never counted */
-static double
-analyzed_tuples(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	double		tuples = -1;
-
-	if (HeapTupleIsValid(tup))
-	{
-		tuples = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
-		ReleaseSysCache(tup);
-	}
-	return tuples;
-}
-
 /*
  * column_ndistinct
  *		The distinct values of column attno of foreign leaf (tuples rows):
@@ -288,7 +272,7 @@ source_groups(PlannerInfo *root, CjBaseRel *mb, List *carried)
 				continue;
 			if (!leaf->is_foreign)
 				return -1;
-			tuples = analyzed_tuples(leaf->relid);
+			tuples = cj_rel_reltuples(leaf->relid);
 			if (tuples < 0 && !cj_leaf_remote_size(leaf->relid, &tuples, &pages))
 				return -1;
 			if (tuples < 1)

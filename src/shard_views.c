@@ -36,20 +36,6 @@
 
 PG_FUNCTION_INFO_V1(colojoin_shard_placements);
 
-/* pg_class.reltuples of relid: -1 when never counted */
-static float4
-rel_reltuples(Oid relid)
-{
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	float4		result = -1;
-
-	if (HeapTupleIsValid(tup))
-	{
-		result = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
-		ReleaseSysCache(tup);
-	}
-	return result;
-}
 PG_FUNCTION_INFO_V1(colojoin_colocation);
 
 /* a name Datum from a C string, truncated like any name */
@@ -215,7 +201,7 @@ colojoin_shard_placements(PG_FUNCTION_ARGS)
 					{
 						double		tuples;
 						double		pages;
-						float4		reltuples = rel_reltuples(leaf->relid);
+						float4		reltuples = cj_rel_reltuples(leaf->relid);
 
 						if (reltuples >= 0)
 							values[10] = Float8GetDatum(reltuples);

@@ -40,6 +40,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "colojoin.h"
@@ -392,6 +393,27 @@ cj_leaf_remote_size(Oid leaf, double *tuples, double *pages)
 	return true;
 }
 
+/* the index of column colname in leaf's cache entry, -1 when unknown */
+static int
+remote_column(Oid leaf, const char *colname, SizeEntry **entry)
+{
+	SizeEntry  *e;
+	int			i;
+
+	if (colojoin_remote_size_lifetime <= 0)
+		return -1;
+	e = leaf_entry(leaf);
+	if (e == NULL)
+		return -1;
+	for (i = 0; i < e->ncols; i++)
+		if (strcmp(e->colnames[i], colname) == 0)
+		{
+			*entry = e;
+			return i;
+		}
+	return -1;
+}
+
 /*
  * cj_leaf_remote_type
  *		The type of column colname of leaf's remote table (its primary), as
@@ -401,20 +423,12 @@ bool
 cj_leaf_remote_type(Oid leaf, const char *colname, Oid *typid)
 {
 	SizeEntry  *e;
-	int			i;
+	int			i = remote_column(leaf, colname, &e);
 
-	if (colojoin_remote_size_lifetime <= 0)
+	if (i < 0)
 		return false;
-	e = leaf_entry(leaf);
-	if (e == NULL)
-		return false;
-	for (i = 0; i < e->ncols; i++)
-		if (strcmp(e->colnames[i], colname) == 0)
-		{
-			*typid = e->coltypes[i];
-			return true;
-		}
-	return false;
+	*typid = e->coltypes[i];
+	return true;
 }
 
 /*
@@ -427,26 +441,33 @@ bool
 cj_leaf_remote_ndistinct(Oid leaf, const char *colname, double *ndistinct)
 {
 	SizeEntry  *e;
-	int			i;
+	int			i = remote_column(leaf, colname, &e);
+	double		nd;
 
-	if (colojoin_remote_size_lifetime <= 0)
+	if (i < 0)
 		return false;
-	e = leaf_entry(leaf);
-	if (e == NULL)
+	nd = e->colndistinct[i];
+	if (nd < 0 && e->tuples >= 0)
+		nd = -nd * e->tuples;
+	if (nd <= 0)
 		return false;
-	for (i = 0; i < e->ncols; i++)
-		if (strcmp(e->colnames[i], colname) == 0)
-		{
-			double		nd = e->colndistinct[i];
+	*ndistinct = nd;
+	return true;
+}
 
-			if (nd < 0 && e->tuples >= 0)
-				nd = -nd * e->tuples;
-			if (nd <= 0)
-				return false;
-			*ndistinct = nd;
-			return true;
-		}
-	return false;
+/* pg_class.reltuples of relid: -1 when never counted */
+float4
+cj_rel_reltuples(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	float4		result = -1;
+
+	if (HeapTupleIsValid(tup))
+	{
+		result = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+		ReleaseSysCache(tup);
+	}
+	return result;
 }
 
 void

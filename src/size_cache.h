@@ -30,6 +30,9 @@ extern bool cj_leaf_remote_type(Oid leaf, const char *colname, Oid *typid);
 extern bool cj_leaf_remote_ndistinct(Oid leaf, const char *colname,
 									 double *ndistinct);
 
+/* pg_class.reltuples of relid: -1 when never counted */
+extern float4 cj_rel_reltuples(Oid relid);
+
 /* forget every cached size (refresh_statistics) */
 
 extern void cj_size_cache_forget(void);
