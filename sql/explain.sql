@@ -277,12 +277,14 @@ FROM typed_cases c, explain_scan('COSTS OFF', c.query) s
 ORDER BY c.name;
 -- JSON: the values say what TEXT says; the classes planned, pruned and
 -- empty add up to the total, and the tasks of the nodes to the classes
--- planned
+-- planned (a plan that moves rows runs one task per node, for all the
+-- node's classes)
 SELECT c.name, p.*,
 	   p.planned + p.pruned + p.empty = p.total AS adds_up,
 	   format('%s of %s (%s pruned, %s empty)', p.planned, p.total, p.pruned, p.empty)
 		 = text_prop('COSTS OFF', c.query, 'Partitions') AS partitions_as_text,
-	   (SELECT sum((t.e->>'Tasks')::int) FROM elems(s->'Tasks') t) = p.planned AS tasks_add_up,
+	   (SELECT sum((t.e->>'Tasks')::int) FROM elems(s->'Tasks') t)
+		 = CASE WHEN s ? 'Moves' THEN (SELECT count(*) FROM elems(s->'Tasks')) ELSE p.planned END AS tasks_add_up,
 	   (SELECT string_agg(format('%s %s', t.e->>'Node', t.e->'Tasks'), ', ' ORDER BY t.i)
 		FROM elems(s->'Tasks') t) = text_prop('COSTS OFF', c.query, 'Tasks') AS tasks_as_text,
 	   (s->'Rows Moved')::text = text_prop('COSTS OFF', c.query, 'Rows Moved') AS rows_moved_as_text,
@@ -305,13 +307,15 @@ SELECT (SELECT jsonb_object_agg(t.e->>'Node', t.e->'Tasks')
 				WHERE table_name = 'orders'::regclass GROUP BY node) x) AS tasks_are_placements
 FROM typed_cases WHERE name = '1 all';
 
--- VERBOSE: Remote Tasks, one object per task (its node, partition class
--- and SQL, all strings); per node they are the Tasks counts, and they are
--- TEXT's "Task i on node (class): sql" lines
+-- VERBOSE: Remote Tasks, one object per task (its node, partition classes
+-- separated by "; " and SQL, all strings), covering the classes planned;
+-- per node they are the Tasks counts, and they are TEXT's "Task i on node
+-- (class): sql" lines
 SELECT c.name, jsonb_typeof(s->'Remote Tasks') AS remote_tasks,
 	   (SELECT string_agg(DISTINCT f.key || ' ' || jsonb_typeof(f.value), ', ')
 		FROM elems(s->'Remote Tasks') t, jsonb_each(t.e) f) AS task_fields,
-	   (SELECT count(*) FROM elems(s->'Remote Tasks')) = (s #>> '{Partitions,Planned}')::int AS one_per_class,
+	   (SELECT sum(cardinality(string_to_array(t.e->>'Partition Class', '; ')))
+		FROM elems(s->'Remote Tasks') t) = (s #>> '{Partitions,Planned}')::int AS one_per_class,
 	   (SELECT jsonb_object_agg(node, n)
 		FROM (SELECT t.e->>'Node' AS node, count(*) AS n FROM elems(s->'Remote Tasks') t GROUP BY 1) x)
 	   = (SELECT jsonb_object_agg(t.e->>'Node', t.e->'Tasks') FROM elems(s->'Tasks') t) AS per_node,
@@ -333,7 +337,8 @@ SELECT c.name,
 	   (SELECT string_agg(DISTINCT f.key || ' ' || jsonb_typeof(f.value), ', ')
 		FROM elems(s->'Tasks') t, jsonb_each(t.e) f) AS task_fields,
 	   (SELECT sum((t.e->>'Tasks Run')::int) FROM elems(s->'Tasks') t)
-		 = (s #>> '{Partitions,Planned}')::int AS all_ran,
+		 = CASE WHEN s ? 'Moves' THEN (SELECT count(*) FROM elems(s->'Tasks'))
+				ELSE (s #>> '{Partitions,Planned}')::int END AS all_ran,
 	   (SELECT sum((t.e->>'Rows')::numeric) FROM elems(s->'Tasks') t) AS node_rows,
 	   s->'Actual Rows' AS actual_rows,
 	   cardinality(rows_of(c.query, 'cj_exp')) AS query_rows,
@@ -405,7 +410,9 @@ SELECT c.name,
 		 = ARRAY(SELECT t.e->>'Node' FROM elems(s->'Tasks') t ORDER BY t.i) AS nodes,
 	   xp('$scan/e:Tasks/e:Node-Tasks/e:Tasks/text()', x)
 		 = ARRAY(SELECT t.e->>'Tasks' FROM elems(s->'Tasks') t ORDER BY t.i) AS tasks,
-	   xp('sum($scan/e:Tasks/e:Node-Tasks/e:Tasks)', x) = ARRAY[s #>> '{Partitions,Planned}'] AS tasks_add_up,
+	   xp('sum($scan/e:Tasks/e:Node-Tasks/e:Tasks)', x)
+		 = ARRAY[CASE WHEN s ? 'Moves' THEN (SELECT count(*) FROM elems(s->'Tasks'))::text
+					  ELSE s #>> '{Partitions,Planned}' END] AS tasks_add_up,
 	   xp('$scan/e:Rows-Moved/text()', x) = ARRAY[s->>'Rows Moved'] AS rows_moved,
 	   xp('$scan/e:Moves/e:Item/text()', x)
 		 = ARRAY(SELECT m.e #>> '{}' FROM elems(s->'Moves') m ORDER BY m.i) AS moves

@@ -134,6 +134,7 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 		task->label = strVal(list_nth(t, CJ_TASK_LABEL));
 		task->remainder = intVal(list_nth(t, CJ_TASK_HASH_REMAINDER));
 		task->planned_node = task->node;
+		st->nplanned += intVal(list_nth(t, CJ_TASK_NCLASSES));
 		{
 			List	   *alts = (List *) list_nth(t, CJ_TASK_ALTERNATIVES);
 			ListCell   *la;

@@ -105,6 +105,7 @@ typedef struct CjScanState
 	Oid			userid;
 	int			ntasks;
 	CjExecTask *tasks;
+	int			nplanned;		/* the classes the tasks read */
 	int			nmoves;
 	CjExecMove *moves;
 

@@ -168,7 +168,7 @@ explain_text(CjScanState *st, List *nodes, ExplainState *es)
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "%d of %d (%d pruned, %d empty)",
-					 st->ntasks, st->nclasses, st->npruned, st->nempty);
+					 st->nplanned, st->nclasses, st->npruned, st->nempty);
 	ExplainPropertyText("Partitions", buf.data, es);
 
 	resetStringInfo(&buf);
@@ -245,7 +245,7 @@ explain_structured(CjScanState *st, List *nodes, ExplainState *es)
 
 	ExplainOpenGroup("Partitions", "Partitions", true, es);
 	ExplainPropertyInteger("Total", NULL, st->nclasses, es);
-	ExplainPropertyInteger("Planned", NULL, st->ntasks, es);
+	ExplainPropertyInteger("Planned", NULL, st->nplanned, es);
 	ExplainPropertyInteger("Pruned", NULL, st->npruned, es);
 	ExplainPropertyInteger("Empty", NULL, st->nempty, es);
 	if (es->analyze && st->pruned_at_run_time)

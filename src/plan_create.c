@@ -157,6 +157,60 @@ task_alternatives(CjJoinGroup *g, CjTask *task, List *scan_vars,
 }
 
 /*
+ * task_units
+ *		The tasks of g as the plan runs them: a List of Lists of CjTask, one
+ *		task each, or all the tasks of one node together.  A group that
+ *		moves rows reads each node's tasks one after another on one
+ *		connection (its temporary tables live there), so one query over all
+ *		the node's classes does the same work once: the moved table is
+ *		hashed or scanned once per node, not once per class.  Not when run-
+ *		time pruning picks tasks, LATERAL subqueries or copied refining
+ *		partitions are read per class, a group repartitions both sides
+ *		(one class per node already), or the classes' leaves differ in
+ *		column types (cj_classes_union_alike).
+ */
+static List *
+task_units(CjJoinGroup *g, List *prune_exprs)
+{
+	List	   *units = NIL;
+	List	   *classes = NIL;
+	bool		moves = false;
+	bool		refining = false;
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+	{
+		int			move = ((CjBaseRel *) lfirst(lc))->move;
+
+		moves |= (move != CJ_MOVE_NONE);
+		refining |= (move == CJ_MOVE_PARTITIONS);
+	}
+	foreach(lc, g->tasks)
+		classes = lappend_int(classes, ((CjTask *) lfirst(lc))->cls);
+	if (!moves || refining || prune_exprs != NIL || g->space->ntables == 0 ||
+		cj_tree_has_lateral(g->tree) || !cj_classes_union_alike(g, classes))
+	{
+		foreach(lc, g->tasks)
+			units = lappend(units, list_make1(lfirst(lc)));
+		return units;
+	}
+	foreach(lc, g->tasks)
+	{
+		CjTask	   *task = lfirst(lc);
+		ListCell   *lu;
+
+		foreach(lu, units)
+			if (((CjTask *) linitial((List *) lfirst(lu)))->serverid == task->serverid)
+				break;
+		if (lu != NULL)
+			lfirst(lu) = lappend((List *) lfirst(lu), task);
+		else
+			units = lappend(units, list_make1(task));
+	}
+	return units;
+}
+
+/*
  * cj_plan_custom_path
  *		The CustomScan of a chosen colocated path: its scan tuple holds the
  *		columns the remote queries return; conditions that cannot run on the
@@ -224,14 +278,17 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	sc.dctx.window_tlist = root->processed_tlist;
 
 	prune_exprs = find_prune_keys(g, &prune_rel);
-	foreach(lc, g->tasks)
+	foreach(lc, task_units(g, prune_exprs))
 	{
-		CjTask	   *task = lfirst(lc);
+		List	   *unit = lfirst(lc);
+		CjTask	   *task = linitial(unit);
 		int			remainder = -1;
 		int			m = prune_exprs ?
 			CJ_MEMBER(g->space, task->cls,
 					  ((CjBaseRel *) list_nth(g->rels, prune_rel))->space_index) : -1;
 		List	   *t = NIL;
+		List	   *members = NIL;
+		int			k;
 
 		if (m >= 0)
 			remainder = ((CjBaseRel *) list_nth(g->rels, prune_rel))->table->classes[m].bound->remainder;
@@ -239,20 +296,45 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		t = lappend(t, makeInteger(task->cls));
 		t = lappend(t, makeInteger((int) task->serverid));
 		t = lappend(t, makeString(cj_node_name(task->serverid)));
-		t = lappend(t, makeString(cj_task_sql(g, scan_vars, spec, task->cls,
-											  task->serverid, &sc)));
-		t = lappend(t, makeString(cj_class_label(g->space, task->cls)));
-		t = lappend(t, makeInteger(remainder));
-		t = lappend(t, task_alternatives(g, task, scan_vars, spec, &sc));
+		if (list_length(unit) == 1)
 		{
-			List	   *members = NIL;
-			int			k;
-
+			t = lappend(t, makeString(cj_task_sql(g, scan_vars, spec, task->cls,
+												  task->serverid, &sc)));
+			t = lappend(t, makeString(cj_class_label(g->space, task->cls)));
+			t = lappend(t, makeInteger(remainder));
+			t = lappend(t, task_alternatives(g, task, scan_vars, spec, &sc));
 			for (k = 0; k < g->space->ntables; k++)
 				members = lappend(members,
 								  makeInteger(CJ_MEMBER(g->space, task->cls, k)));
-			t = lappend(t, members);
 		}
+		else
+		{
+			StringInfoData label;
+			ListCell   *lu;
+
+			/* one task for every class of the node (task_units) */
+			initStringInfo(&label);
+			sc.classes = NIL;
+			foreach(lu, unit)
+			{
+				CjTask	   *ut = lfirst(lu);
+
+				sc.classes = lappend_int(sc.classes, ut->cls);
+				appendStringInfo(&label, "%s%s", label.len ? "; " : "",
+								 cj_class_label(g->space, ut->cls));
+			}
+			t = lappend(t, makeString(cj_task_sql(g, scan_vars, spec, task->cls,
+												  task->serverid, &sc)));
+			sc.classes = NIL;
+			t = lappend(t, makeString(label.data));
+			t = lappend(t, makeInteger(-1));
+			t = lappend(t, NIL);
+			/* no single class per table: INSERT ... SELECT routes it itself */
+			for (k = 0; k < g->space->ntables; k++)
+				members = lappend(members, makeInteger(-1));
+		}
+		t = lappend(t, members);
+		t = lappend(t, makeInteger(list_length(unit)));
 		tasks = lappend(tasks, t);
 	}
 

@@ -54,7 +54,9 @@ typedef enum CjTaskIndex
 								 * String sql]: where else it can run */
 	CJ_TASK_MEMBERS,			/* List of Integer: the class of each table
 								 * of the class space this task reads, -1
-								 * for none */
+								 * for none (or several) */
+	CJ_TASK_NCLASSES,			/* Integer: the classes it reads (several:
+								 * all of a node's, plan_create.c) */
 	CJ_TASK_COUNT
 } CjTaskIndex;
 

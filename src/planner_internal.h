@@ -151,6 +151,13 @@ typedef struct CjSqlContext
 	 */
 	int		   *hidden;
 	int		   *hidden_by_anti;
+
+	/*
+	 * Every class of one node's task, when the task reads several (int,
+	 * NIL: only cls): each table read in place is the UNION ALL of its
+	 * classes, a repartitioned one the rows of all of them.
+	 */
+	List	   *classes;
 } CjSqlContext;
 
 /* remote_sql.c */
@@ -161,6 +168,14 @@ extern List *cj_build_moves(PlannerInfo *root, CjJoinGroup *g,
 							CjSqlContext *sc, double *rows_moved);
 extern List *cj_refining_leaves(CjJoinGroup *g, CjBaseRel *br, int c);
 extern bool cj_leaves_on_node(List *leaves, Oid serverid);
+
+/*
+ * remote_sql.c: whether the classes of g's tables read in place can be read
+ * as one UNION ALL on serverid: every live leaf of them has, as its node
+ * told the size cache, the declared type of every column (a UNION of
+ * differing types would fail or convert on the node)
+ */
+extern bool cj_classes_union_alike(CjJoinGroup *g, List *classes);
 
 /* remote_sql.c: class m (-1: none) of br's table on a node, unaliased */
 extern void cj_append_class_from(StringInfo buf, CjBaseRel *br, int m,

@@ -523,9 +523,21 @@ append_moved_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 				break;
 			}
 		case CJ_MOVE_REPARTITION:
-			appendStringInfo(buf, "(SELECT %s FROM %s WHERE colojoin_class = %d)",
-							 moved_columns(br, NULL), move_table_name(br, -1),
-							 cj_class_remainder(sc->g, sc->cls));
+			if (sc->classes != NIL)
+			{
+				ListCell   *lc;
+
+				appendStringInfo(buf, "(SELECT %s FROM %s WHERE colojoin_class = ANY ('{",
+								 moved_columns(br, NULL), move_table_name(br, -1));
+				foreach(lc, sc->classes)
+					appendStringInfo(buf, "%s%d", lc == list_head(sc->classes) ? "" : ",",
+									 cj_class_remainder(sc->g, lfirst_int(lc)));
+				appendStringInfoString(buf, "}'::pg_catalog.int4[]))");
+			}
+			else
+				appendStringInfo(buf, "(SELECT %s FROM %s WHERE colojoin_class = %d)",
+								 moved_columns(br, NULL), move_table_name(br, -1),
+								 cj_class_remainder(sc->g, sc->cls));
 			break;
 		case CJ_MOVE_BROADCAST:
 			appendStringInfoString(buf, move_table_name(br, -1));
@@ -600,8 +612,104 @@ cj_append_class_from(StringInfo buf, CjBaseRel *br, int m, Oid serverid)
 }
 
 /*
+ * append_classes_from
+ *		The rows of br's table in every class of sc->classes on one node,
+ *		unaliased: a UNION ALL of each class's rows under the coordinator's
+ *		column names (a leaf's remote table may order or name its columns
+ *		otherwise), or an empty relation.  Rows of two classes never join
+ *		where a class's do not: the group joins its tables on their keys,
+ *		and a key value has one class.
+ */
+static void
+append_classes_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
+{
+	Relation	rel = RelationIdGetRelation(br->relid);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData cols;
+	StringInfoData items;
+	ListCell   *lc;
+	int			a;
+
+	initStringInfo(&cols);
+	for (a = 0; a < desc->natts; a++)
+		if (!TupleDescAttr(desc, a)->attisdropped)
+			appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
+							 cj_quote_ident(NameStr(TupleDescAttr(desc, a)->attname)));
+	RelationClose(rel);
+	initStringInfo(&items);
+	foreach(lc, sc->classes)
+	{
+		int			m = CJ_MEMBER(sc->g->space, lfirst_int(lc), br->space_index);
+
+		if (m < 0 || !br->class_live[m])
+			continue;
+		appendStringInfo(&items, "%sSELECT %s FROM ", items.len ? " UNION ALL " : "",
+						 cols.len ? cols.data : "NULL");
+		cj_append_class_from(&items, br, m, sc->serverid);
+		appendStringInfo(&items, " c%d", foreach_current_index(lc));
+	}
+	if (items.len == 0)
+		append_empty_relation(buf, br);
+	else
+		appendStringInfo(buf, "(%s)", items.data);
+}
+
+bool
+cj_classes_union_alike(CjJoinGroup *g, List *classes)
+{
+	ListCell   *lr;
+
+	foreach(lr, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lr);
+		Relation	rel;
+		TupleDesc	desc;
+		bool		alike = true;
+		ListCell   *lc;
+
+		if (br->move != CJ_MOVE_NONE || br->reference || br->table == NULL ||
+			br->space_index < 0)
+			continue;
+		rel = RelationIdGetRelation(br->relid);
+		desc = RelationGetDescr(rel);
+		foreach(lc, classes)
+		{
+			int			m = CJ_MEMBER(g->space, lfirst_int(lc), br->space_index);
+			int			l;
+			int			a;
+
+			if (m < 0 || !br->class_live[m])
+				continue;
+			for (l = 0; l < br->table->classes[m].nleaves && alike; l++)
+			{
+				CjLeaf	   *leaf = &br->table->classes[m].leaves[l];
+
+				if (!br->leaf_live[m][l])
+					continue;
+				for (a = 0; a < desc->natts && alike; a++)
+				{
+					Oid			remote;
+
+					if (TupleDescAttr(desc, a)->attisdropped)
+						continue;
+					alike = leaf->is_foreign && a < leaf->natts &&
+						leaf->remote_colnames[a] != NULL &&
+						cj_leaf_remote_type(leaf->relid, leaf->remote_colnames[a], &remote) &&
+						remote == TupleDescAttr(desc, a)->atttypid;
+				}
+			}
+		}
+		RelationClose(rel);
+		if (!alike)
+			return false;
+	}
+	return true;
+}
+
+/*
  * append_base_from
- *		The FROM item of a sharded table for one class on one node.
+ *		The FROM item of a sharded table for one class on one node (or for
+ *		every class of sc->classes).
  */
 static void
 append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
@@ -611,8 +719,12 @@ append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 		append_moved_from(buf, br, sc);
 		return;
 	}
-	cj_append_class_from(buf, br, CJ_MEMBER(sc->g->space, sc->cls, br->space_index),
-						 sc->serverid);
+	/* a reference table is whole in every class: read it once */
+	if (sc->classes != NIL && !br->reference)
+		append_classes_from(buf, br, sc);
+	else
+		cj_append_class_from(buf, br, CJ_MEMBER(sc->g->space, sc->cls, br->space_index),
+							 sc->serverid);
 	appendStringInfo(buf, " r%u", br->rtindex);
 }
 
