@@ -18,6 +18,17 @@
 #   bench_timed FN CFG   ms of one \timing'd run of the last statement that
 #                        FN CFG prints, in a session that first runs all it
 #                        prints once untimed
+#   bench_nodes_analyzed NAME
+#                        the nodes' tables vacuumed and analyzed, as
+#                        autovacuum leaves them; stops (NAME: the script)
+#                        when a foreign table of the coordinator has statistics
+#   bench_same_answers NAME FN CFG...
+#                        stops unless every CFG's answer (FN CFG) is the
+#                        first one's
+#   bench_rounds FN CFG...
+#                        an untimed round, then REPS rounds of bench_timed
+#                        for every CFG in turn; runs[CFG] the times, T[CFG]
+#                        their median (both global)
 # and CLUSTER, PG_CONFIG (default PostgreSQL 15's), PG_BINDIR, PSQL.
 
 export CJ_NODES=4
@@ -81,4 +92,42 @@ bench_timed() {
 		echo '\timing on'
 		"$1" "$2" | tail -1
 	} | q | awk '/^Time: / { print $2 }'
+}
+
+bench_nodes_analyzed() {
+	local i analyzed
+	for i in 1 2 3 4; do
+		qn "$i" -c "VACUUM ANALYZE" >/dev/null
+	done
+	analyzed=$(q -At -c "SELECT count(*) FROM pg_class c WHERE c.relkind = 'f' AND (c.reltuples >= 0 OR EXISTS (SELECT FROM pg_statistic WHERE starelid = c.oid))")
+	[ "$analyzed" = 0 ] || { echo "$1: the foreign tables have statistics" >&2; exit 1; }
+}
+
+bench_same_answers() {
+	local name=$1 fn=$2 reference cfg
+	shift 2
+	reference=$("$fn" "$1" | q -At | md5sum)
+	for cfg in "$@"; do
+		[ "$("$fn" "$cfg" | q -At | md5sum)" = "$reference" ] ||
+			{ echo "$name: the answer of $cfg differs from $1's" >&2; exit 1; }
+	done
+}
+
+bench_rounds() {
+	local fn=$1 cfg r
+	shift
+	declare -gA runs T
+	for cfg in "$@"; do
+		bench_timed "$fn" "$cfg" >/dev/null
+		runs[$cfg]=""
+	done
+	for ((r = 0; r < REPS; r++)); do
+		for cfg in "$@"; do
+			runs[$cfg]+="$(bench_timed "$fn" "$cfg") "
+		done
+	done
+	for cfg in "$@"; do
+		T[$cfg]=$(echo "${runs[$cfg]}" | tr ' ' '\n' | grep . | median)
+		echo "  $cfg: ${runs[$cfg]}-> median ${T[$cfg]} ms"
+	done
 }

@@ -92,11 +92,7 @@ SQL
 		echo "ALTER SERVER n$i OPTIONS (ADD async_capable 'true');"
 	done
 } | q >/dev/null
-for i in 1 2 3 4; do
-	qn "$i" -c "VACUUM ANALYZE" >/dev/null
-done
-analyzed=$(q -At -c "SELECT count(*) FROM pg_class c WHERE c.relkind = 'f' AND (c.reltuples >= 0 OR EXISTS (SELECT FROM pg_statistic WHERE starelid = c.oid))")
-[ "$analyzed" = 0 ] || { echo "pre_aggregate.sh: the foreign tables have statistics" >&2; exit 1; }
+bench_nodes_analyzed pre_aggregate.sh
 
 QUERY="SELECT p.category, count(*), sum(e.amount) FROM %E e JOIN %P p ON e.product_id = p.product_id GROUP BY p.category ORDER BY p.category"
 CONFIGS="colojoin colojoin_rows native_pwa native local"
@@ -119,10 +115,8 @@ stmt() {
 }
 
 say "checks: the same answer in every configuration, and colojoin's plans"
-reference=$(stmt colojoin | q -At | md5sum)
-for cfg in $CONFIGS; do
-	[ "$(stmt "$cfg" | q -At | md5sum)" = "$reference" ] || { echo "pre_aggregate.sh: the answer of $cfg differs from colojoin's" >&2; exit 1; }
-done
+# shellcheck disable=SC2086
+bench_same_answers pre_aggregate.sh stmt $CONFIGS
 for cfg in colojoin colojoin_rows; do
 	echo "-- $cfg"
 	stmt "$cfg" | sed '$s/^/EXPLAIN (ANALYZE, VERBOSE) /' | q | grep -E 'Strategy|Rows Moved|Bytes Moved|Execution Time'
@@ -130,22 +124,9 @@ done
 stmt colojoin | sed '$s/^/EXPLAIN (VERBOSE) /' | q | grep -q 'on its nodes first' ||
 	{ echo "pre_aggregate.sh: colojoin did not aggregate before the move" >&2; exit 1; }
 
-
 say "timed runs (REPS=$REPS rounds, each configuration in turn)"
-declare -A runs T
-for cfg in $CONFIGS; do
-	bench_timed stmt "$cfg" >/dev/null
-	runs[$cfg]=""
-done
-for ((r = 0; r < REPS; r++)); do
-	for cfg in $CONFIGS; do
-		runs[$cfg]+="$(bench_timed stmt "$cfg") "
-	done
-done
-for cfg in $CONFIGS; do
-	T[$cfg]=$(echo "${runs[$cfg]}" | tr ' ' '\n' | grep . | median)
-	echo "  $cfg: ${runs[$cfg]}-> median ${T[$cfg]} ms"
-done
+# shellcheck disable=SC2086
+bench_rounds stmt $CONFIGS
 best=native_pwa
 awk -v a="${T[native]}" -v b="${T[native_pwa]}" 'BEGIN { exit !(a < b) }' && best=native
 

@@ -115,11 +115,7 @@ SQL
 } | q >/dev/null
 # the nodes' tables as autovacuum would leave them; the coordinator's
 # foreign tables stay unanalyzed
-for i in 1 2 3 4; do
-	qn "$i" -c "VACUUM ANALYZE" >/dev/null
-done
-analyzed=$(q -At -c "SELECT count(*) FROM pg_class c WHERE c.relkind = 'f' AND (c.reltuples >= 0 OR EXISTS (SELECT FROM pg_statistic WHERE starelid = c.oid))")
-[ "$analyzed" = 0 ] || { echo "redistribute.sh: the foreign tables have statistics" >&2; exit 1; }
+bench_nodes_analyzed redistribute.sh
 
 R1T="SELECT p_brand, sum(l_quantity) AS qty FROM %L JOIN %P ON l_partkey = p_partkey GROUP BY p_brand ORDER BY qty DESC, p_brand LIMIT 5"
 CONFIGS="colojoin colojoin_repartition native_pwa native local"
@@ -142,11 +138,9 @@ stmt() {
 }
 
 say "checks: the same answer in every configuration, and colojoin's plan"
-reference=$(stmt colojoin | q -At)
-echo "$reference"
-for cfg in $CONFIGS; do
-	[ "$(stmt "$cfg" | q -At)" = "$reference" ] || { echo "redistribute.sh: the answer of $cfg differs from colojoin's" >&2; exit 1; }
-done
+stmt colojoin | q -At
+# shellcheck disable=SC2086
+bench_same_answers redistribute.sh stmt $CONFIGS
 plan=$(stmt colojoin | sed '$s/^/EXPLAIN (VERBOSE) /' | q)
 grep -v 'Remote SQL' <<<"$plan"
 grep -q 'Custom Scan (ColocatedJoin)' <<<"$plan" || { echo "redistribute.sh: colojoin did not plan the join" >&2; exit 1; }
@@ -155,20 +149,8 @@ stmt colojoin | sed '$s/^/EXPLAIN (ANALYZE, VERBOSE) /' | q | grep -v 'Remote SQ
 
 
 say "timed runs (REPS=$REPS rounds, each configuration in turn)"
-declare -A runs T
-for cfg in $CONFIGS; do
-	bench_timed stmt "$cfg" >/dev/null
-	runs[$cfg]=""
-done
-for ((r = 0; r < REPS; r++)); do
-	for cfg in $CONFIGS; do
-		runs[$cfg]+="$(bench_timed stmt "$cfg") "
-	done
-done
-for cfg in $CONFIGS; do
-	T[$cfg]=$(echo "${runs[$cfg]}" | tr ' ' '\n' | grep . | median)
-	echo "  $cfg: ${runs[$cfg]}-> median ${T[$cfg]} ms"
-done
+# shellcheck disable=SC2086
+bench_rounds stmt $CONFIGS
 # The floor of colojoin's plan on this machine: its tasks alone (the SQL of
 # EXPLAIN VERBOSE), every node at once, each node's tasks one after another
 # on one session as colojoin runs them, over a temporary copy of part made

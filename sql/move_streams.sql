@@ -108,19 +108,7 @@ BEGIN
 	PERFORM set_config('colojoin.binary_moves', 'on', true);
 END
 $$;
-CREATE FUNCTION rows_moved(query text) RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
-		IF line ~ 'Actual Rows Moved: ' THEN
-			RETURN substring(line from 'Actual Rows Moved: (\d+)')::bigint;
-		END IF;
-	END LOOP;
-	RETURN NULL;
-END
-$$;
+\i sql/include/plan_lines.sql
 
 -- every shape of move, every type, NULLs and edge values
 SELECT name, (move_check(q)).* FROM (VALUES

@@ -59,11 +59,7 @@ INSERT INTO g SELECT * FROM cj_nt_local.g;
 INSERT INTO h SELECT * FROM cj_nt_local.h;
 INSERT INTO d SELECT * FROM cj_nt_local.d;
 
-CREATE FUNCTION explain_lines(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-BEGIN
-	RETURN QUERY EXECUTE q;
-END
-$$;
+\i sql/include/plan_lines.sql
 -- the tasks per node and whether the rows are those of the local tables
 CREATE FUNCTION node_check(query text, OUT tasks text, OUT result text)
 LANGUAGE plpgsql AS $$
@@ -73,9 +69,9 @@ DECLARE
 	s text[] := rows_of(query, 'cj_nt');
 BEGIN
 	tasks := 'not on the nodes';
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		IF line ~ 'Tasks: ' THEN
-			tasks := regexp_replace(trim(line), '^Tasks: ', '');
+	FOR line IN SELECT * FROM plan_lines(query) LOOP
+		IF line ~ '^Tasks: ' THEN
+			tasks := regexp_replace(line, '^Tasks: ', '');
 		END IF;
 	END LOOP;
 	result := CASE WHEN s = l THEN format('same (%s rows)', cardinality(s))
@@ -96,12 +92,25 @@ SELECT name, (node_check(q)).* FROM (VALUES
 ) v(name, q) ORDER BY name;
 
 -- EXPLAIN VERBOSE lists every class of a node's task
-SELECT regexp_replace(trim(l), ': SELECT .*$', '') AS task
-FROM explain_lines('EXPLAIN (VERBOSE, COSTS OFF) /*+ BroadcastJoin(d) */ SELECT f.k, d.name FROM f JOIN d ON f.r = d.id') l
-WHERE l ~ '^ *Task \d+ on ';
-SELECT regexp_replace(trim(l), '^Partitions: ', '') AS partitions
-FROM explain_lines('EXPLAIN (COSTS OFF) /*+ BroadcastJoin(d) */ SELECT f.k, d.name FROM f JOIN d ON f.r = d.id') l
-WHERE l ~ 'Partitions: ';
+SELECT regexp_replace(l, ': SELECT .*$', '') AS task
+FROM plan_lines('/*+ BroadcastJoin(d) */ SELECT f.k, d.name FROM f JOIN d ON f.r = d.id', 'VERBOSE, COSTS OFF') l
+WHERE l ~ '^Task \d+ on ';
+SELECT regexp_replace(l, '^Partitions: ', '') AS partitions
+FROM plan_lines('/*+ BroadcastJoin(d) */ SELECT f.k, d.name FROM f JOIN d ON f.r = d.id') l
+WHERE l ~ '^Partitions: ';
+
+-- INSERT ... SELECT of a join that moves rows (one task per node) into a
+-- table colocated with f: the rows land where a local INSERT puts them
+CREATE TABLE t (k int, name text) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('t', NULL, colocate_with => 'f');
+CREATE TABLE cj_nt_local.t (LIKE cj_nt.t);
+SELECT tasks FROM node_check('/*+ BroadcastJoin(d) */ SELECT f.k, d.name FROM f JOIN d ON f.r = d.id');
+INSERT INTO t SELECT /*+ BroadcastJoin(d) */ f.k, d.name FROM f JOIN d ON f.r = d.id;
+INSERT INTO cj_nt_local.t SELECT f.k, d.name FROM cj_nt_local.f f JOIN cj_nt_local.d d ON f.r = d.id;
+SELECT result FROM node_check('SELECT k, name FROM t');
+-- each row in its key's partition: lookups pruned to the keys' classes
+SELECT (node_check(format('SELECT k, name FROM t WHERE k = ANY (%L::int[])',
+						  (SELECT array_agg(g)::text FROM generate_series(1, 3000, 37) g)))).*;
 
 --
 -- Clean up, here and on the nodes.

@@ -66,13 +66,14 @@ FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
 \c
 SET search_path = cj_pa, public;
 
+\i sql/include/plan_lines.sql
 -- how the plan moves rows: 'grouped first' when it aggregates before a move
 CREATE FUNCTION plan_moves(query text) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
 	line text;
 BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+	FOR line IN SELECT * FROM plan_lines(query) LOOP
 		IF line ~ 'Strategy: ' THEN
 			RETURN CASE WHEN line ~ 'on its nodes first' THEN 'grouped first'
 						WHEN line ~ 'broadcast' THEN 'broadcast'
@@ -104,35 +105,6 @@ BEGIN
 	plan_off := plan_moves(query);
 	result := result || ', ' || COALESCE(differs(query) || ' when off', 'same when off');
 	PERFORM set_config('colojoin.enable_pre_aggregation', 'on', true);
-END
-$$;
-
--- the lines of a plan matching pattern
-CREATE FUNCTION plan_line(query text, pattern text) RETURNS SETOF text
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		IF line ~ pattern THEN
-			RETURN NEXT trim(line);
-		END IF;
-	END LOOP;
-END
-$$;
-
--- the rows a plan moved
-CREATE FUNCTION rows_moved(query text) RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || query LOOP
-		IF line ~ 'Actual Rows Moved: ' THEN
-			RETURN substring(line from 'Actual Rows Moved: ([0-9]+)')::bigint;
-		END IF;
-	END LOOP;
-	RETURN 0;
 END
 $$;
 
@@ -214,15 +186,18 @@ SELECT name, (pre_check(q)).* FROM (VALUES
 	('32 hinted, the other side moves grouped',
 	 '/*+ PreAggregate(p) */ SELECT v.bits, count(*), sum(p.w), max(p.page) FROM visits v JOIN pages p ON v.page = p.page GROUP BY v.bits')
 ) v(name, q) ORDER BY name;
-SELECT plan_line('/*+ PreAggregate(x) */ SELECT p.cat, count(*), sum(x.cnt) FROM fresh x JOIN pages p ON x.page = p.page GROUP BY p.cat', 'Strategy|Hints') AS hinted_plan;
+SELECT l AS hinted_plan
+FROM plan_lines('/*+ PreAggregate(x) */ SELECT p.cat, count(*), sum(x.cnt) FROM fresh x JOIN pages p ON x.page = p.page GROUP BY p.cat') l
+WHERE l ~ 'Strategy|Hints';
 /*+ PreAggregate(v) */ SELECT p.cat, sum(p.w) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat;
 /*+ PreAggregate(v) */ SELECT p.cat, v.dur FROM visits v JOIN pages p ON v.page = p.page LIMIT 1;
 /*+ PreAggregate(v) */ SELECT p.cat, count(v.vid) FROM pages p LEFT JOIN visits v ON v.page = p.page GROUP BY p.cat;
 /*+ PreAggregate(v) */ SELECT count(*) FROM visits v JOIN visits w ON v.vid = w.vid;
 
 -- the groups travel, not the rows: one per page, leaf and class reached
-SELECT rows_moved('SELECT p.cat, count(*) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat') AS grouped_moved,
-	   (SELECT count(*) FROM visits WHERE page IS NOT NULL) AS rows_there;
+SELECT m AS grouped_moved, n AS rows_there, m * 10 < n AS groups_not_rows
+FROM rows_moved('SELECT p.cat, count(*) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat') m,
+	 (SELECT count(*) AS n FROM visits WHERE page IS NOT NULL) c;
 SET colojoin.enable_pre_aggregation = off;
 SELECT plan_moves('SELECT p.cat, count(*) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat') AS off_plan;
 RESET colojoin.enable_pre_aggregation;

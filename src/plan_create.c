@@ -329,7 +329,8 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 			t = lappend(t, makeString(label.data));
 			t = lappend(t, makeInteger(-1));
 			t = lappend(t, NIL);
-			/* no single class per table: INSERT ... SELECT routes it itself */
+			/* no single class per table (a plan with moves is never an
+			 * INSERT ... SELECT pushed to the nodes, modify.c) */
 			for (k = 0; k < g->space->ntables; k++)
 				members = lappend(members, makeInteger(-1));
 		}

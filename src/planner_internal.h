@@ -134,6 +134,15 @@ struct CjJoinGroup
 	bool		trust_placement;	/* joinOptions(is_colocated_by_join_keys) */
 	List	   *hints_used;		/* CjHint * this group follows */
 	char	   *move_text;		/* what moves, for EXPLAIN, or NULL */
+
+	/*
+	 * Aggregation before its move, worked out once per group (the join's
+	 * choice and the aggregation paths ask again): pre_aggregate.c.
+	 */
+	bool		preagg_known;
+	double		preagg_groups;	/* -1: not allowed (preagg_why) */
+	List	   *preagg_carried;
+	const char *preagg_why;
 };
 
 /* where the SQL of one task is being written */

@@ -312,33 +312,39 @@ cj_pre_aggregation_possible(PlannerInfo *root, CjJoinGroup *g)
 
 /*
  * groups_of
- *		The groups mb's nodes would send, or -1 (with *why) when grouping
- *		it is not allowed; with PreAggregate(mb) the rows stand in for
- *		statistics that are missing.
+ *		The groups mb (g's moved table) would send, or -1 (with *why) when
+ *		grouping it is not allowed; with PreAggregate(mb) the rows stand in
+ *		for statistics that are missing.  Worked out once per group: the
+ *		join's choice of what moves and every aggregation path ask.
  */
 static double
 groups_of(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb, List **carried,
 		  const char **why)
 {
-	double		groups;
-
-	*why = query_refusal(root, g, mb);
-	if (*why != NULL)
-		return -1;
-	*carried = carried_columns(root, g, mb);
-	if (*carried == NIL)
+	if (!g->preagg_known)
 	{
-		*why = psprintf("nothing else of %s is read to group it by, or a system column or the whole row is",
-						mb->alias);
-		return -1;
+		g->preagg_known = true;
+		g->preagg_groups = -1;
+		g->preagg_carried = NIL;
+		g->preagg_why = query_refusal(root, g, mb);
+		if (g->preagg_why == NULL)
+			g->preagg_carried = carried_columns(root, g, mb);
+		if (g->preagg_why == NULL && g->preagg_carried == NIL)
+			g->preagg_why = psprintf("nothing else of %s is read to group it by, or a system column or the whole row is",
+									 mb->alias);
+		if (g->preagg_why == NULL)
+		{
+			g->preagg_groups = source_groups(root, mb, g->preagg_carried);
+			if (g->preagg_groups < 0 && cj_pre_aggregate_hint(root, mb->rtindex) != NULL)
+				g->preagg_groups = find_base_rel(root, mb->rtindex)->rows;
+			if (g->preagg_groups < 0)
+				g->preagg_why = psprintf("the nodes of %s have no statistics of the columns it would be grouped by",
+										 mb->alias);
+		}
 	}
-	groups = source_groups(root, mb, *carried);
-	if (groups < 0 && cj_pre_aggregate_hint(root, mb->rtindex) != NULL)
-		groups = find_base_rel(root, mb->rtindex)->rows;
-	if (groups < 0)
-		*why = psprintf("the nodes of %s have no statistics of the columns it would be grouped by",
-						mb->alias);
-	return groups;
+	*carried = g->preagg_carried;
+	*why = g->preagg_why;
+	return g->preagg_groups;
 }
 
 double
@@ -409,6 +415,7 @@ cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
 
 	ng = palloc(sizeof(CjJoinGroup));
 	memcpy(ng, g, sizeof(CjJoinGroup));
+	ng->preagg_known = false;	/* its moved table is grouped already */
 	ng->rels = cj_copy_rels(g->rels);
 	foreach(lc, ng->rels)
 		if (((CjBaseRel *) lfirst(lc))->rtindex == mb->rtindex)
