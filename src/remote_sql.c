@@ -421,13 +421,18 @@ moves_columns(CjBaseRel *br)
 	return br->move_attnos != NIL || br->preagg != NIL;
 }
 
-/* the remote table's type of column attno of leaf is its declared type */
+/*
+ * remote_type_declared
+ *		Whether column attno of leaf's remote table has br's declared type,
+ *		as its node told the size cache (false when that is not known).
+ */
 static bool
 remote_type_declared(CjBaseRel *br, CjLeaf *leaf, AttrNumber attno)
 {
 	Oid			remote;
 
-	return leaf->is_foreign &&
+	return leaf->is_foreign && attno >= 1 && attno <= leaf->natts &&
+		leaf->remote_colnames[attno - 1] != NULL &&
 		cj_leaf_remote_type(leaf->relid, leaf->remote_colnames[attno - 1], &remote) &&
 		remote == get_atttype(br->relid, attno);
 }
@@ -448,7 +453,6 @@ move_in_binary(CjBaseRel *br, List *leaves)
 {
 	ListCell   *lc;
 	ListCell   *ll;
-
 	Bitmapset  *agg_attnos = NULL;
 	int			a = -1;
 
@@ -687,16 +691,8 @@ cj_classes_union_alike(CjJoinGroup *g, List *classes)
 				if (!br->leaf_live[m][l])
 					continue;
 				for (a = 0; a < desc->natts && alike; a++)
-				{
-					Oid			remote;
-
-					if (TupleDescAttr(desc, a)->attisdropped)
-						continue;
-					alike = leaf->is_foreign && a < leaf->natts &&
-						leaf->remote_colnames[a] != NULL &&
-						cj_leaf_remote_type(leaf->relid, leaf->remote_colnames[a], &remote) &&
-						remote == TupleDescAttr(desc, a)->atttypid;
-				}
+					if (!TupleDescAttr(desc, a)->attisdropped)
+						alike = remote_type_declared(br, leaf, a + 1);
 			}
 		}
 		RelationClose(rel);
