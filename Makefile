@@ -48,6 +48,7 @@ OBJS = \
 	src/modify_exec.o \
 	src/insert_route.o \
 	src/copy_from.o \
+	src/conflict_arbiter.o \
 	src/read_after_write.o \
 	src/placement_health.o \
 	src/size_cache.o

@@ -104,6 +104,7 @@ struct CjRouter
 	List	   *node_names;		/* String */
 	List	   *node_rows;		/* parallel: Integer would overflow; int64 * */
 	List	   *opened;			/* partitioned tables below the root, open */
+	List	   *level_slots;	/* their slots, which pin their descriptors */
 };
 
 static RouteLevel *
@@ -123,8 +124,11 @@ open_level(CjRouter *r, Oid relid)
 	{
 		lv->map = build_attrmap_by_name_if_req(r->desc, RelationGetDescr(rel));
 		if (lv->map)
+		{
 			lv->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel),
 												&TTSOpsVirtual);
+			r->level_slots = lappend(r->level_slots, lv->slot);
+		}
 	}
 	if (lv->key->partexprs != NIL)
 		lv->expr_states = ExecPrepareExprList(lv->key->partexprs, r->estate);
@@ -643,6 +647,9 @@ cj_router_end(CjRouter *r)
 	ListCell   *lc;
 
 	flush_all(r);
+	/* a slot pins its relation's descriptor until it is dropped */
+	foreach(lc, r->level_slots)
+		ExecDropSingleTupleTableSlot((TupleTableSlot *) lfirst(lc));
 	foreach(lc, r->opened)
 		table_close((Relation) lfirst(lc), NoLock);
 	table_close(r->root_rel, NoLock);

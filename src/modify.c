@@ -353,6 +353,24 @@ install_scan(PlannedStmt *stmt, CustomScan *cscan)
  * ----------------------------------------------------------------
  */
 
+/*
+ * query_has_security_quals
+ *		Whether a table of the statement is read through security quals:
+ *		a row security policy or a security-barrier view over it.
+ */
+static bool
+query_has_security_quals(Query *parse)
+{
+	ListCell   *lc;
+
+	foreach(lc, parse->rtable)
+	{
+		if (((RangeTblEntry *) lfirst(lc))->securityQuals != NIL)
+			return true;
+	}
+	return false;
+}
+
 /* collect the tables and conditions of an inner-join FROM list */
 static bool
 collect_from(Query *parse, Node *item, List **rtis, List **quals)
@@ -518,6 +536,15 @@ plan_update_delete(Query *parse, const char *query_string, int cursorOptions,
 
 	if (parse->hasSubLinks || parse->hasAggs || parse->hasWindowFuncs ||
 		parse->hasTargetSRFs || parse->cteList != NIL)
+		return NULL;
+
+	/*
+	 * Security quals (row security of a joined table, a security-barrier
+	 * view written through) must run before the statement's own conditions
+	 * and a view's check option on every new row: PostgreSQL's plan of the
+	 * write does both, a remote statement would do neither.
+	 */
+	if (parse->withCheckOptions != NIL || query_has_security_quals(parse))
 		return NULL;
 
 	target->rti = rti;
@@ -708,15 +735,18 @@ plan_update_delete(Query *parse, const char *query_string, int cursorOptions,
 		}
 	}
 
-	return install_scan(stmt,
-						make_modify_scan(lappend(lappend(list_make5(makeInteger(CJ_MODIFY_STATEMENTS),
-																	makeInteger((int) rte->relid),
-																	makeString(update ? "UPDATE" : "DELETE"),
-																	makeInteger((int) rte->checkAsUser),
-																	makeInteger(scan_vars != NIL ? 1 : 0)),
-														 stmts), NIL),
-										 dctx.params, scan_vars,
-										 parse->returningList, NIL));
+	{
+		List	   *priv = list_make5(makeInteger(CJ_MODIFY_STATEMENTS),
+									  makeInteger((int) rte->relid),
+									  makeString(update ? "UPDATE" : "DELETE"),
+									  makeInteger((int) rte->checkAsUser),
+									  makeInteger(scan_vars != NIL ? 1 : 0));
+
+		priv = lappend(lappend(priv, stmts), NIL);
+		priv = lappend(lappend(priv, NIL), makeInteger((int) rti));
+		return install_scan(stmt, make_modify_scan(priv, dctx.params, scan_vars,
+												   parse->returningList, NIL));
+	}
 }
 
 /* ----------------------------------------------------------------
@@ -763,9 +793,9 @@ conflict_clauses(Query *parse, CjTable *t, List **result, CjDeparseContext *dctx
 			if (t->partattrs[p] == 0 || !bms_is_member(t->partattrs[p], cols))
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
-						 errmsg("ON CONFLICT of sharded table \"%s\" must name its partition key",
-								get_rel_name(t->relid)),
-						 errdetail("Each leaf checks uniqueness only among its own rows; a conflict target that holds the partition key makes that the uniqueness of the whole table.")));
+						 errmsg("there is no unique or exclusion constraint matching the ON CONFLICT specification"),
+						 errdetail("A unique index of partitioned table \"%s\" must include its partition key: each leaf checks uniqueness only among its own rows.",
+								   get_rel_name(t->relid))));
 		}
 	}
 	else if (oc->action == ONCONFLICT_UPDATE)
@@ -849,9 +879,23 @@ conflict_clauses(Query *parse, CjTable *t, List **result, CjDeparseContext *dctx
 					cj_deparse_expr(&sql, (Expr *) oc->onConflictWhere, dctx);
 				}
 			}
-			*result = lappend(*result, list_make3(makeInteger((int) leaf->relid),
-												  makeString(sql.data),
-												  makeInteger((int) rti)));
+			{
+				List	   *arbiter = NIL;
+
+				foreach(lc, oc->arbiterElems)
+				{
+					Var		   *v = (Var *) ((InferenceElem *) lfirst(lc))->expr;
+
+					arbiter = lappend(arbiter,
+									  makeString(pstrdup(leaf->remote_colnames[v->varattno - 1])));
+				}
+				*result = lappend(*result,
+								  list_make5(makeInteger((int) leaf->relid),
+											 makeString(sql.data),
+											 makeInteger((int) rti),
+											 arbiter,
+											 makeInteger(oc->action == ONCONFLICT_UPDATE)));
+			}
 		}
 	}
 	wd->rels = NIL;
@@ -1137,6 +1181,7 @@ plan_insert(Query *parse, const char *query_string, int cursorOptions,
 	ModifyTable *mt;
 	Plan	   *sub;
 	List	   *conflict = NIL;
+	List	   *checks = NIL;
 	List	   *scan_vars = NIL;
 	List	   *priv;
 	CjDeparseContext dctx;
@@ -1187,6 +1232,23 @@ plan_insert(Query *parse, const char *query_string, int cursorOptions,
 		return NULL;
 	}
 
+	/*
+	 * A view's check option is checked on the coordinator, on each routed
+	 * row, with PostgreSQL's own planned conditions; a stored generated
+	 * column it might read is computed on the nodes, so then PostgreSQL
+	 * writes the rows.
+	 */
+	if (mt->withCheckOptionLists != NIL)
+	{
+		checks = (List *) linitial(mt->withCheckOptionLists);
+		if (checks != NIL && rel->rd_att->constr &&
+			rel->rd_att->constr->has_generated_stored)
+		{
+			table_close(rel, NoLock);
+			return NULL;
+		}
+	}
+
 	/* the scan tuple: the row as inserted, every column of the table */
 	scan_vars = NIL;
 	for (i = 1; i <= natts; i++)
@@ -1201,7 +1263,7 @@ plan_insert(Query *parse, const char *query_string, int cursorOptions,
 												   att->attcollation, 0));
 	}
 	/* colocated with the target: the nodes insert what they select */
-	if (conflict == NIL || dctx.params == NIL)
+	if (checks == NIL && (conflict == NIL || dctx.params == NIL))
 	{
 		List	   *stmts = pushed_insert(parse, t, sub, rel, conflict,
 											  stmt->rtable);
@@ -1214,7 +1276,8 @@ plan_insert(Query *parse, const char *query_string, int cursorOptions,
 							  makeString("INSERT"),
 							  makeInteger((int) rte->checkAsUser),
 							  makeInteger(0));
-			priv = lappend(lappend(priv, stmts), NIL);
+			priv = lappend(lappend(priv, stmts), conflict);
+			priv = lappend(lappend(priv, NIL), makeInteger((int) rti));
 			return install_scan(stmt, make_modify_scan(priv, NIL, NIL, NIL, NIL));
 		}
 	}
@@ -1227,6 +1290,8 @@ plan_insert(Query *parse, const char *query_string, int cursorOptions,
 					  makeInteger(parse->returningList != NIL ? 1 : 0));
 	priv = lappend(priv, NIL);
 	priv = lappend(priv, conflict);
+	priv = lappend(priv, checks);
+	priv = lappend(priv, makeInteger((int) rti));
 	mt->plan.lefttree = NULL;
 	return install_scan(stmt, make_modify_scan(priv, dctx.params, scan_vars,
 											   parse->returningList,

@@ -40,7 +40,15 @@ typedef enum CjModifyIndex
 	CJ_MODIFY_CONFLICT,			/* route: List of [Integer leaf, String
 								 * ON CONFLICT clause, Integer range table
 								 * index of the target, which names it
-								 * there], NIL for none */
+								 * there, List of String: the conflict
+								 * target's columns as the leaf's node names
+								 * them, Integer: 1 for DO UPDATE], NIL for
+								 * none */
+	CJ_MODIFY_CHECKS,			/* route: the WithCheckOptions of views the
+								 * rows are inserted through (planned), NIL
+								 * for none */
+	CJ_MODIFY_RTI,				/* route: Integer, the target's range table
+								 * index, which the checks' Vars name */
 	CJ_MODIFY_COUNT
 } CjModifyIndex;
 

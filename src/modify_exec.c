@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -29,6 +30,7 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
+#include "conflict_arbiter.h"
 #include "connection.h"
 #include "insert_route.h"
 #include "metadata.h"
@@ -57,6 +59,8 @@ typedef struct CjModifyState
 	List	   *node_rows;		/* int64 * */
 	CjRowDecoder decoder;
 	TupleTableSlot *read_slot;	/* reads the tuplestore */
+	ResultRelInfo *checked;		/* route: the target with the check options
+								 * of the views written through, or NULL */
 } CjModifyState;
 
 static Node *create_modify_state(CustomScan *cscan);
@@ -91,6 +95,35 @@ create_modify_state(CustomScan *cscan)
 	return (Node *) st;
 }
 
+/*
+ * init_checks
+ *		The check options of the views an INSERT writes through, ready to
+ *		run on each routed row the way PostgreSQL's ModifyTable runs them
+ *		(ExecWithCheckOptions: its error, its DETAIL of the failing row).
+ */
+static void
+init_checks(CjModifyState *st, List *checks, Index rti, EState *estate)
+{
+	ResultRelInfo *rri;
+	ListCell   *lc;
+
+	if (checks == NIL)
+		return;
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, table_open(st->relid, RowExclusiveLock), rti,
+					  NULL, estate->es_instrument);
+	rri->ri_WithCheckOptions = checks;
+	foreach(lc, checks)
+	{
+		WithCheckOption *wco = lfirst_node(WithCheckOption, lc);
+
+		rri->ri_WithCheckOptionExprs =
+			lappend(rri->ri_WithCheckOptionExprs,
+					ExecInitQual((List *) wco->qual, &st->css.ss.ps));
+	}
+	st->checked = rri;
+}
+
 static void
 begin_modify(CustomScanState *node, EState *estate, int eflags)
 {
@@ -109,6 +142,8 @@ begin_modify(CustomScanState *node, EState *estate, int eflags)
 	st->returning = intVal(list_nth(priv, CJ_MODIFY_RETURNING)) != 0;
 	st->stmts = (List *) list_nth(priv, CJ_MODIFY_STMTS);
 	st->conflict = (List *) list_nth(priv, CJ_MODIFY_CONFLICT);
+	init_checks(st, (List *) list_nth(priv, CJ_MODIFY_CHECKS),
+				intVal(list_nth(priv, CJ_MODIFY_RTI)), estate);
 
 	st->nparams = list_length(cscan->custom_exprs);
 	st->param_states = ExecInitExprList(cscan->custom_exprs, &node->ss.ps);
@@ -467,7 +502,22 @@ run_route(CjModifyState *st)
 							 st->returning ? st->returned : NULL,
 							 st->css.ss.ss_ScanTupleSlot);
 	while (tuplestore_gettupleslot(spool, true, false, spool_slot))
+	{
+		/*
+		 * PostgreSQL refuses such a row before anything commits: so do we.
+		 * The checks were compiled for this scan's own (virtual) slot.
+		 */
+		if (st->checked)
+		{
+			TupleTableSlot *scan_slot = st->css.ss.ss_ScanTupleSlot;
+
+			ExecCopySlot(scan_slot, spool_slot);
+			ExecWithCheckOptions(WCO_VIEW_CHECK, st->checked, scan_slot,
+								 st->css.ss.ps.state);
+			ResetPerTupleExprContext(st->css.ss.ps.state);
+		}
 		cj_router_put(router, spool_slot);
+	}
 	st->rows = cj_router_end(router);
 	cj_router_node_rows(router, &st->node_names, &st->node_rows);
 	ExecDropSingleTupleTableSlot(spool_slot);
@@ -508,6 +558,8 @@ exec_modify(CustomScanState *node)
 
 		st->returned = tuplestore_begin_heap(false, false, work_mem);
 		evaluate_params(st);
+		/* before any row is written, as PostgreSQL infers its arbiter */
+		cj_check_conflict_arbiters(st->relid, st->userid, st->conflict);
 		if (st->kind == CJ_MODIFY_STATEMENTS)
 			run_statements(st);
 		else
@@ -529,6 +581,9 @@ end_modify(CustomScanState *node)
 	if (st->returned)
 		tuplestore_end(st->returned);
 	st->returned = NULL;
+	if (st->checked)
+		table_close(st->checked->ri_RelationDesc, NoLock);
+	st->checked = NULL;
 }
 
 static void

@@ -23,6 +23,7 @@
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -180,13 +181,46 @@ mark_live_leaves(PlannerInfo *root, CjBaseRel *br, RelOptInfo *child)
 }
 
 /*
+ * insert_by_level
+ *		Put q, of security_level level, into *exprs after every condition
+ *		of the same or a lower level (*levels runs parallel): the order
+ *		PostgreSQL evaluates conditions in, and stable, so that equal levels
+ *		keep the order they came in.
+ */
+static void
+insert_by_level(List **exprs, List **levels, Expr *q, int level)
+{
+	int			pos = 0;
+	ListCell   *lc;
+
+	foreach(lc, *levels)
+	{
+		if (lfirst_int(lc) > level)
+			break;
+		pos++;
+	}
+	*exprs = list_insert_nth(*exprs, pos, q);
+	*levels = list_insert_nth_int(*levels, pos, level);
+}
+
+/* a condition only the coordinator can run, in PostgreSQL's order */
+static void
+add_local_qual(CjJoinGroup *g, Expr *q, int level)
+{
+	insert_by_level(&g->local_quals, &g->local_levels, q, level);
+}
+
+/*
  * take_quals
- *		A member table's own conditions, into br->quals.  false (with the
- *		reason) for a condition that does not depend on its rows: PostgreSQL
- *		evaluates those once, as a gating qual, which no task can.
+ *		A member table's own conditions, into br->quals, lowest
+ *		security_level first (row security policies and security-barrier
+ *		quals before the query's own), the order PostgreSQL evaluates them
+ *		in; their levels into br->qual_levels.  false (with the reason) for
+ *		a condition that does not depend on its rows: PostgreSQL evaluates
+ *		those once, as a gating qual, which no task can.
  */
 static bool
-take_quals(RelOptInfo *rel, CjBaseRel *br, List **reasons)
+take_quals(PlannerInfo *root, RelOptInfo *rel, CjBaseRel *br, List **reasons)
 {
 	ListCell   *lc;
 
@@ -200,7 +234,10 @@ take_quals(RelOptInfo *rel, CjBaseRel *br, List **reasons)
 							   psprintf("table %s has a condition that does not depend on its rows", br->alias));
 			return false;
 		}
-		br->quals = lappend(br->quals, rinfo->clause);
+		insert_by_level(&br->quals, &br->qual_levels, rinfo->clause,
+						(int) rinfo->security_level);
+		if (rinfo->security_level < root->qual_security_level)
+			br->has_security_quals = true;
 	}
 	return true;
 }
@@ -261,7 +298,7 @@ make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 		}
 	}
 
-	return take_quals(rel, br, reasons) ? br : NULL;
+	return take_quals(root, rel, br, reasons) ? br : NULL;
 }
 
 /*
@@ -302,7 +339,7 @@ make_dimension_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 	br->local_inh = rte->inh;
 	br->alias = rte->eref->aliasname;
 	br->checkasuser = rte->checkAsUser;
-	return take_quals(rel, br, reasons) ? br : NULL;
+	return take_quals(root, rel, br, reasons) ? br : NULL;
 }
 
 /*
@@ -617,6 +654,33 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 }
 
 /*
+ * leaks_secured_rows
+ *		Whether q, a join condition, could leak values of a table that has
+ *		security quals (row security, a security-barrier view) to a function
+ *		that is not leakproof.  The node that runs the join need not apply
+ *		the table's security quals first (they may not even be sent to it),
+ *		so such a condition runs on the coordinator, after them.
+ */
+static bool
+leaks_secured_rows(PlannerInfo *root, CjJoinGroup *g, Expr *q)
+{
+	Relids		relids;
+	ListCell   *lc;
+
+	if (!contain_leaked_vars((Node *) q))
+		return false;
+	relids = pull_varnos(root, (Node *) q);
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->has_security_quals && bms_is_member(br->rtindex, relids))
+			return true;
+	}
+	return false;
+}
+
+/*
  * check_shippable
  *		Split every condition of the tree into what runs on the nodes and
  *		what the coordinator must run, following the scope rules the
@@ -636,17 +700,31 @@ check_shippable(PlannerInfo *root, CjJoinGroup *g, CjJoinTree *t,
 	if (t->is_base)
 	{
 		CjBaseRel  *br = list_nth(g->rels, t->base);
+		ListCell   *ll;
+		int			lowest = -1;
 
 		br->remote_quals = NIL;
 		br->filter_in_derived = (scope == CJ_SCOPE_NONE);
-		foreach(lc, br->quals)
+		forboth(lc, br->quals, ll, br->qual_levels)
 		{
 			Expr	   *q = (Expr *) lfirst(lc);
+			int			level = lfirst_int(ll);
 
-			if (cj_is_shippable(root, q, NULL))
+			if (lowest < 0)
+				lowest = level;
+
+			/*
+			 * A node evaluates its WHERE in an order of its own, so a
+			 * condition that could leak its rows' values (a function that
+			 * is not leakproof) may share it with the table's security
+			 * quals only if it has none: otherwise it runs on the
+			 * coordinator, after them, as PostgreSQL runs it.
+			 */
+			if (cj_is_shippable(root, q, NULL) &&
+				(level == lowest || !contain_leaked_vars((Node *) q)))
 				br->remote_quals = lappend(br->remote_quals, q);
 			else if (scope == CJ_SCOPE_TOP)
-				g->local_quals = lappend(g->local_quals, q);
+				add_local_qual(g, q, level);
 			else
 			{
 				*reasons = lappend(*reasons,
@@ -664,10 +742,10 @@ check_shippable(PlannerInfo *root, CjJoinGroup *g, CjJoinTree *t,
 	{
 		Expr	   *q = (Expr *) lfirst(lc);
 
-		if (cj_is_shippable(root, q, NULL))
+		if (cj_is_shippable(root, q, NULL) && !leaks_secured_rows(root, g, q))
 			t->remote_joinquals = lappend(t->remote_joinquals, q);
 		else if (t->jointype == JOIN_INNER && scope == CJ_SCOPE_TOP)
-			g->local_quals = lappend(g->local_quals, q);
+			add_local_qual(g, q, (int) root->qual_security_level);
 		else
 		{
 			*reasons = lappend(*reasons,
@@ -679,10 +757,11 @@ check_shippable(PlannerInfo *root, CjJoinGroup *g, CjJoinTree *t,
 	{
 		Expr	   *q = (Expr *) lfirst(lc);
 
-		if (scope != CJ_SCOPE_NONE && cj_is_shippable(root, q, NULL))
+		if (scope != CJ_SCOPE_NONE && cj_is_shippable(root, q, NULL) &&
+			!leaks_secured_rows(root, g, q))
 			t->remote_otherquals = lappend(t->remote_otherquals, q);
 		else if (scope == CJ_SCOPE_TOP)
-			g->local_quals = lappend(g->local_quals, q);
+			add_local_qual(g, q, (int) root->qual_security_level);
 		else
 		{
 			*reasons = lappend(*reasons,
@@ -994,6 +1073,7 @@ cj_finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
 	g->userid = first->checkasuser;
 
 	g->local_quals = NIL;
+	g->local_levels = NIL;
 	if (!check_shippable(root, g, g->tree, CJ_SCOPE_TOP, reasons))
 		return false;
 	describe_keys(g);

@@ -29,7 +29,11 @@ typedef struct CjBaseRel
 	Oid			checkasuser;
 	bool	   *class_live;		/* per class of the table: survived pruning */
 	bool	  **leaf_live;		/* per class, per leaf */
-	List	   *quals;			/* its restriction clauses (Expr) */
+	List	   *quals;			/* its restriction clauses (Expr), in
+								 * security_level order */
+	List	   *qual_levels;	/* parallel: each one's security_level */
+	bool		has_security_quals; /* row security or a security-barrier
+									 * qual of lower level than the query's */
 	List	   *remote_quals;	/* those that run on the node */
 	bool		filter_in_derived;	/* quals go into a derived table */
 
@@ -129,7 +133,9 @@ struct CjJoinGroup
 	List	   *tasks;			/* CjTask * */
 	int			npruned;
 	int			nempty;
-	List	   *local_quals;	/* Expr run on the coordinator */
+	List	   *local_quals;	/* Expr run on the coordinator, in
+								 * security_level order (cj_add_local_qual) */
+	List	   *local_levels;	/* parallel: each one's security_level */
 	Oid			userid;
 	bool		trust_placement;	/* joinOptions(is_colocated_by_join_keys) */
 	List	   *hints_used;		/* CjHint * this group follows */
