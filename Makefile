@@ -8,50 +8,56 @@
 MODULE_big = colojoin
 OBJS = \
 	src/colojoin.o \
-	src/options.o \
-	src/catalog_query.o \
-	src/metadata.o \
-	src/colocation.o \
-	src/shard_views.o \
-	src/shard_create.o \
-	src/shard_drop.o \
-	src/remote_stats.o \
-	src/replicas.o \
-	src/connection.o \
-	src/conn_budget.o \
-	src/deadlock.o \
-	src/move_streams.o \
-	src/node_identity.o \
-	src/node_health.o \
-	src/deparse.o \
-	src/planner.o \
-	src/key_match.o \
-	src/repartition_key.o \
-	src/move_choice.o \
-	src/dual_repartition.o \
-	src/plan_create.o \
-	src/remote_sql.o \
-	src/executor.o \
-	src/local_source.o \
-	src/row_decode.o \
-	src/explain.o \
-	src/hints.o \
-	src/aggregates.o \
-	src/combine.o \
-	src/ordering.o \
-	src/windows.o \
-	src/pre_aggregate.o \
-	src/lateral.o \
-	src/write_guard.o \
-	src/twophase.o \
-	src/modify.o \
-	src/modify_exec.o \
-	src/insert_route.o \
-	src/copy_from.o \
-	src/conflict_arbiter.o \
-	src/read_after_write.o \
-	src/placement_health.o \
-	src/size_cache.o
+	src/util/catalog_query.o \
+	src/util/extension.o \
+	src/util/fdw_writes.o \
+	src/util/options.o \
+	src/util/settings.o \
+	src/deparse/deparse.o \
+	src/metadata/colocation.o \
+	src/metadata/metadata.o \
+	src/metadata/node_identity.o \
+	src/remote/conn_budget.o \
+	src/remote/connection.o \
+	src/remote/deadlock.o \
+	src/remote/node_health.o \
+	src/remote/row_decode.o \
+	src/remote/twophase.o \
+	src/operations/placement_health.o \
+	src/operations/remote_stats.o \
+	src/operations/replicas.o \
+	src/operations/shard_create.o \
+	src/operations/shard_drop.o \
+	src/operations/shard_views.o \
+	src/operations/size_cache.o \
+	src/plan/aggregates.o \
+	src/plan/combine.o \
+	src/plan/dual_repartition.o \
+	src/plan/group.o \
+	src/plan/hints.o \
+	src/plan/key_match.o \
+	src/plan/lateral.o \
+	src/plan/move_choice.o \
+	src/plan/ordering.o \
+	src/plan/plan_create.o \
+	src/plan/planner.o \
+	src/plan/pre_aggregate.o \
+	src/plan/remote_sql.o \
+	src/plan/repartition_key.o \
+	src/plan/shippable.o \
+	src/plan/upper.o \
+	src/plan/windows.o \
+	src/exec/executor.o \
+	src/exec/explain.o \
+	src/exec/local_source.o \
+	src/exec/move_streams.o \
+	src/write/conflict_arbiter.o \
+	src/write/copy_from.o \
+	src/write/insert_route.o \
+	src/write/modify.o \
+	src/write/modify_exec.o \
+	src/write/read_after_write.o \
+	src/write/write_guard.o
 
 EXTENSION = colojoin
 DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql colojoin--1.1--1.2.sql
@@ -80,7 +86,7 @@ test:
 
 # PGXS tracks no header dependencies here: rebuild every object when a
 # header changes, so that no object is left compiled against an old struct.
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*/*.h)
 
 # Replace the installed library by a new file instead of writing over it:
 # servers that have it loaded keep their mapping of the old file, where an

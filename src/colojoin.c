@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * colojoin.c
- *	  Module entry point: settings and the registration of every hook and
- *	  callback, plus the test of whether colojoin is installed in the
- *	  current database.
+ *	  Module entry point, the top of the layers: registers every colojoin.*
+ *	  setting (the variables live in util/settings.c or in the module that
+ *	  owns them) and calls each layer's *_init, which installs its hooks
+ *	  and callbacks.
  *
- *	  Nothing here plans or executes; each concern registers its own hooks
- *	  through its *_init function.
+ *	  Nothing here plans or executes, and nothing below includes it.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,85 +21,24 @@
 #include "utils/inval.h"
 #include "utils/syscache.h"
 
-#include "colojoin.h"
-#include "modify.h"
-#include "size_cache.h"
-#include "twophase.h"
-#include "conn_budget.h"
-#include "deadlock.h"
-#include "node_health.h"
+#include "exec/executor.h"
+#include "metadata/metadata.h"
+#include "operations/size_cache.h"
+#include "plan/join_group.h"
+#include "plan/planner.h"
+#include "remote/conn_budget.h"
+#include "remote/connection.h"
+#include "remote/deadlock.h"
+#include "remote/node_health.h"
+#include "remote/twophase.h"
+#include "util/extension.h"
+#include "util/fdw_writes.h"
+#include "util/settings.h"
+#include "write/modify.h"
 
 PG_MODULE_MAGIC;
 
-bool		colojoin_enable = true;
-bool		colojoin_enable_writes = true;
-bool		colojoin_enable_colocated_join = true;
-bool		colojoin_enable_redistribution = true;
-bool		colojoin_enable_dual_repartition = true;
-bool		colojoin_enable_broadcast = true;
-int			colojoin_broadcast_threshold = 1000000;
-int			colojoin_max_connections_per_node = 4;
-bool		colojoin_log_decisions = false;
-bool		colojoin_enable_aggregate_pushdown = true;
-bool		colojoin_enable_pre_aggregation = true;
-bool		colojoin_binary_results = true;
-bool		colojoin_binary_moves = true;
-bool		colojoin_drop_remote_shards_on = true;
-
-/* cached answer of colojoin_is_active; reset by namespace invalidations */
-typedef enum
-{
-	CJ_ACTIVE_UNKNOWN,
-	CJ_ACTIVE_YES,
-	CJ_ACTIVE_NO
-} CjActiveState;
-
-static CjActiveState active_state = CJ_ACTIVE_UNKNOWN;
-
 void		_PG_init(void);
-
-static void
-reset_active_state(Datum arg, int cacheid, uint32 hashvalue)
-{
-	active_state = CJ_ACTIVE_UNKNOWN;
-}
-
-/*
- * cj_forget_active_state: ask again at the next colojoin_is_active().  DROP
- * EXTENSION leaves schema colojoin (CREATE EXTENSION did not make it a
- * member), so the namespace callback alone does not see it go: metadata.c
- * calls this when the relcache of colojoin.replicas is invalidated, which
- * dropping it does in every backend.
- */
-void
-cj_forget_active_state(void)
-{
-	active_state = CJ_ACTIVE_UNKNOWN;
-}
-
-/*
- * colojoin_is_active
- *		Whether CREATE EXTENSION colojoin has run in this database.
- *
- * The extension owns schema colojoin, so a schema lookup (a syscache probe)
- * answers cheaply; the pg_extension scan runs only when the schema exists and
- * the cached answer was reset, which happens on any change to pg_namespace.
- */
-bool
-colojoin_is_active(void)
-{
-	if (active_state == CJ_ACTIVE_UNKNOWN)
-	{
-		if (!IsTransactionState())
-			return false;
-		if (OidIsValid(get_namespace_oid(COLOJOIN_SCHEMA, true)) &&
-			OidIsValid(get_extension_oid("colojoin", true)))
-			active_state = CJ_ACTIVE_YES;
-		else
-			active_state = CJ_ACTIVE_NO;
-	}
-	return active_state == CJ_ACTIVE_YES;
-}
 
 static void
 define_settings(void)
@@ -239,7 +178,8 @@ _PG_init(void)
 	define_settings();
 	cj_budget_init();
 	cj_deadlock_init();
-	CacheRegisterSyscacheCallback(NAMESPACEOID, reset_active_state, (Datum) 0);
+	cj_extension_init();
+	cj_fdw_writes_init();
 	cj_metadata_init();
 	cj_connection_init();
 	cj_planner_init();

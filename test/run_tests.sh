@@ -6,13 +6,17 @@
 #   test/run_tests.sh              everything
 #   test/run_tests.sh NAME...      only these pg_regress suites (names from
 #                                  test/schedule), TAP tests (001_loading
-#                                  or test/t/001_loading.pl) and "fuzz"
+#                                  or test/t/001_loading.pl), "fuzz" and
+#                                  "layers"
 #
 # After the pg_regress suites, against the same cluster, "fuzz" runs the
 # randomized differential test (test/fuzz.sh) from fixed seeds: one more
 # test, failed when any of its queries failed.
 #
-# The last line printed is "N passed, N failed" (pg_regress tests, fuzz,
+# Before the build, "layers" checks that no file of src/ includes a header
+# of a layer above its own (test/check_layers.sh): one more test.
+#
+# The last line printed is "N passed, N failed" (layers, pg_regress tests, fuzz,
 # TAP test files).  The exit status is 0 only when every test passed and at least
 # one ran.  The cluster is always stopped on exit, and a cluster left behind
 # by an earlier run is stopped and recreated first.
@@ -124,15 +128,18 @@ done
 suites=()
 taps=()
 run_fuzz=0
+run_layers=0
 if [ $# -eq 0 ]; then
 	suites=("${all_suites[@]}")
 	taps=("${all_taps[@]}")
 	run_fuzz=1
+	run_layers=1
 else
 	for arg in "$@"; do
 		base=$(basename "$arg" .pl)
 		found=0
 		[ "$base" = fuzz ] && { run_fuzz=1; found=1; }
+		[ "$base" = layers ] && { run_layers=1; found=1; }
 		for s in "${all_suites[@]}"; do
 			[ "$s" = "$base" ] && { suites+=("$s"); found=1; }
 		done
@@ -141,6 +148,13 @@ else
 		done
 		[ $found = 1 ] || { echo "run_tests.sh: no suite in test/schedule, no test/t/*.pl and no fuzz named $arg" >&2; fail "$arg"; }
 	done
+fi
+
+# --- layers: no source file includes a layer above its own ---------------
+
+if [ "$run_layers" = 1 ]; then
+	say "layers: the include graph of src/"
+	if test/check_layers.sh; then pass; else fail layers; fi
 fi
 
 # --- build and install ----------------------------------------------------

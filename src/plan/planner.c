@@ -1,25 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * planner.c
- *	  The planner side of colocated joins: a set_join_pathlist_hook that
- *	  recognises joins of sharded tables that are colocated by every rule of
- *	  DESIGN §2, adds a CustomPath for the whole join, and turns the chosen
- *	  path into a CustomScan holding one task (node, remote SQL) per
- *	  partition class.
+ *	  The planner hooks of colocated joins and their dispatch: a
+ *	  set_join_pathlist_hook that, for every pair of relations PostgreSQL
+ *	  joins, tries the strategies in turn (a colocated join, a
+ *	  redistributed one, broadcast, dual repartition, LATERAL) and adds the
+ *	  CustomPath of the group it accepts; and a planner_hook that reads the
+ *	  statement's hints, hands writes to the write layer (cj_write_planner)
+ *	  and logs the decisions.
  *
- *	  It never talks to a node: everything the executor needs is put in the
- *	  plan.  Metadata comes from metadata.c, the class and placement rules
- *	  from colocation.c, the tasks' and moves' SQL from remote_sql.c
- *	  (expressions from deparse.c).
+ *	  It does not build groups (group.c), decide where conditions run
+ *	  (shippable.c), make paths of steps above the join (upper.c) or
+ *	  plans (plan_create.c), and never talks to a node.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/sysattr.h"
-#include "access/hash.h"
-#include "catalog/pg_am.h"
-#include "catalog/pg_class.h"
 #include "nodes/extensible.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -28,376 +25,28 @@
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
-#include "optimizer/planmain.h"
 #include "optimizer/planner.h"
 #include "optimizer/restrictinfo.h"
-#include "optimizer/tlist.h"
 #include "parser/parsetree.h"
-#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/ruleutils.h"
-#include "utils/syscache.h"
-#include "utils/typcache.h"
-#include "catalog/pg_collation.h"
-#include "catalog/pg_opfamily.h"
-#include "catalog/pg_type.h"
-#include "commands/defrem.h"
-#include "parser/parse_coerce.h"
-#include "rewrite/rewriteManip.h"
 
-#include "colojoin.h"
-#include "colocation.h"
-#include "deparse.h"
-#include "hints.h"
-#include "join_group.h"
-#include "metadata.h"
-#include "node_health.h"
-#include "planner.h"
-#include "connection.h"
-#include "modify.h"
-#include "planner_internal.h"
+#include "metadata/colocation.h"
+#include "metadata/metadata.h"
+#include "plan/hints.h"
+#include "plan/join_group.h"
+#include "plan/planner.h"
+#include "plan/planner_internal.h"
+#include "plan/scan_plan.h"
+#include "remote/connection.h"
+#include "remote/node_health.h"
+#include "util/extension.h"
+#include "util/settings.h"
 
-/* Join relations examined during one planner() call */
-typedef struct CjJoinAttempt
-{
-	RelOptInfo *joinrel;
-	CjJoinGroup *group;			/* NULL while every attempt failed */
-	List	   *reasons;		/* why the failed attempts failed */
-	char	   *names;			/* its tables, for the decision log */
-	CjUpperSpec *upper;			/* for a grouped relation: full pushdown */
-} CjJoinAttempt;
-
-static List *cj_attempts = NIL;
-
-static char *joinrel_names(PlannerInfo *root, RelOptInfo *rel);
-static bool is_dimension_rel(PlannerInfo *root, RelOptInfo *rel);
-
-/* the hints of the statement being planned */
-static CjHintSet *cj_hints = NULL;
+CjWritePlanner cj_write_planner = NULL;
 
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
-
-
-static CustomPathMethods cj_path_methods = {
-	.CustomName = COLOJOIN_CUSTOM_SCAN_NAME,
-	.PlanCustomPath = cj_plan_custom_path,
-};
-
-CustomScanMethods cj_scan_methods = {
-	.CustomName = COLOJOIN_CUSTOM_SCAN_NAME,
-	.CreateCustomScanState = cj_create_scan_state,
-};
-
-/* The filter scope the shippability pass and the deparser agree on */
-typedef enum CjScopeKind
-{
-	CJ_SCOPE_NONE,				/* no place for a filter (side of FULL JOIN) */
-	CJ_SCOPE_TOP,				/* the query's WHERE: local filters allowed */
-	CJ_SCOPE_NESTED				/* an ON clause or EXISTS subquery's WHERE */
-} CjScopeKind;
-
-static CjJoinAttempt *
-find_attempt(RelOptInfo *joinrel)
-{
-	ListCell   *lc;
-
-	foreach(lc, cj_attempts)
-	{
-		CjJoinAttempt *a = (CjJoinAttempt *) lfirst(lc);
-
-		if (a->joinrel == joinrel)
-			return a;
-	}
-	return NULL;
-}
-
-static CjJoinAttempt *
-get_attempt(RelOptInfo *joinrel)
-{
-	CjJoinAttempt *a = find_attempt(joinrel);
-
-	if (a == NULL)
-	{
-		a = palloc0(sizeof(CjJoinAttempt));
-		a->joinrel = joinrel;
-		cj_attempts = lappend(cj_attempts, a);
-	}
-	return a;
-}
-
-/*
- * is_sharded_baserel
- *		Cheap test: a base relation scanning a partitioned table with its
- *		partitions (not ONLY).
- */
-static bool
-is_sharded_baserel(PlannerInfo *root, RelOptInfo *rel)
-{
-	RangeTblEntry *rte;
-
-	if (rel->reloptkind != RELOPT_BASEREL || rel->rtekind != RTE_RELATION)
-		return false;
-	rte = planner_rt_fetch(rel->relid, root);
-	return rte->relkind == RELKIND_PARTITIONED_TABLE && rte->inh;
-}
-
-/*
- * mark_live_leaves
- *		Record the leaves below a surviving partition, descending into
- *		sub-partitioned partitions, skipping what pruning removed.
- */
-static bool
-mark_live_leaves(PlannerInfo *root, CjBaseRel *br, RelOptInfo *child)
-{
-	RangeTblEntry *crte = planner_rt_fetch(child->relid, root);
-
-	if (IS_DUMMY_REL(child))
-		return true;
-	if (crte->relkind == RELKIND_PARTITIONED_TABLE)
-	{
-		int			i = -1;
-
-		while ((i = bms_next_member(child->live_parts, i)) >= 0)
-		{
-			if (child->part_rels[i] == NULL)
-				continue;
-			if (!mark_live_leaves(root, br, child->part_rels[i]))
-				return false;
-		}
-	}
-	else
-	{
-		int			leafindex;
-		int			cls = cj_class_of_leaf(br->table, crte->relid, &leafindex);
-
-		if (cls < 0)
-			return false;		/* metadata does not know this leaf */
-		br->class_live[cls] = true;
-		br->leaf_live[cls][leafindex] = true;
-	}
-	return true;
-}
-
-/*
- * insert_by_level
- *		Put q, of security_level level, into *exprs after every condition
- *		of the same or a lower level (*levels runs parallel): the order
- *		PostgreSQL evaluates conditions in, and stable, so that equal levels
- *		keep the order they came in.
- */
-static void
-insert_by_level(List **exprs, List **levels, Expr *q, int level)
-{
-	int			pos = 0;
-	ListCell   *lc;
-
-	foreach(lc, *levels)
-	{
-		if (lfirst_int(lc) > level)
-			break;
-		pos++;
-	}
-	*exprs = list_insert_nth(*exprs, pos, q);
-	*levels = list_insert_nth_int(*levels, pos, level);
-}
-
-/* a condition only the coordinator can run, in PostgreSQL's order */
-static void
-add_local_qual(CjJoinGroup *g, Expr *q, int level)
-{
-	insert_by_level(&g->local_quals, &g->local_levels, q, level);
-}
-
-/*
- * take_quals
- *		A member table's own conditions, into br->quals, lowest
- *		security_level first (row security policies and security-barrier
- *		quals before the query's own), the order PostgreSQL evaluates them
- *		in; their levels into br->qual_levels.  false (with the reason) for
- *		a condition that does not depend on its rows: PostgreSQL evaluates
- *		those once, as a gating qual, which no task can.
- */
-static bool
-take_quals(PlannerInfo *root, RelOptInfo *rel, CjBaseRel *br, List **reasons)
-{
-	ListCell   *lc;
-
-	foreach(lc, rel->baserestrictinfo)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
-		if (rinfo->pseudoconstant)
-		{
-			*reasons = lappend(*reasons,
-							   psprintf("table %s has a condition that does not depend on its rows", br->alias));
-			return false;
-		}
-		insert_by_level(&br->quals, &br->qual_levels, rinfo->clause,
-						(int) rinfo->security_level);
-		if (rinfo->security_level < root->qual_security_level)
-			br->has_security_quals = true;
-	}
-	return true;
-}
-
-/*
- * make_base_rel
- *		Describe a sharded table of the query, or return NULL (with a
- *		reason) when colojoin cannot take it.
- */
-static CjBaseRel *
-make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
-{
-	RangeTblEntry *rte;
-	CjTable    *table;
-	CjBaseRel  *br;
-	int			i;
-
-	/*
-	 * A table pruned to nothing is still a member: it behaves as an empty
-	 * relation in every class (an outer join keeps the other side's rows).
-	 */
-	if (!is_sharded_baserel(root, rel))
-	{
-		if (is_dimension_rel(root, rel))
-			*reasons = lappend(*reasons,
-							   psprintf("relation %s is not a sharded table",
-										planner_rt_fetch(rel->relid, root)->eref->aliasname));
-		return NULL;
-	}
-	rte = planner_rt_fetch(rel->relid, root);
-	table = cj_get_table(rte->relid);
-	if (table == NULL || table->nclasses == 0)
-		return NULL;
-
-	br = palloc0(sizeof(CjBaseRel));
-	br->rtindex = rel->relid;
-	br->relid = rte->relid;
-	br->table = table;
-	br->alias = rte->eref->aliasname;
-	br->checkasuser = rte->checkAsUser;
-	br->reference_capable = cj_is_reference_table(table);
-	br->class_live = palloc0(sizeof(bool) * table->nclasses);
-	br->leaf_live = palloc0(sizeof(bool *) * table->nclasses);
-	for (i = 0; i < table->nclasses; i++)
-		br->leaf_live[i] = palloc0(sizeof(bool) * Max(table->classes[i].nleaves, 1));
-
-	i = -1;
-	while (!IS_DUMMY_REL(rel) &&
-		   (i = bms_next_member(rel->live_parts, i)) >= 0)
-	{
-		if (rel->part_rels == NULL || rel->part_rels[i] == NULL)
-			continue;
-		if (!mark_live_leaves(root, br, rel->part_rels[i]))
-		{
-			*reasons = lappend(*reasons,
-							   psprintf("the partitions of %s changed while planning", br->alias));
-			return NULL;
-		}
-	}
-
-	return take_quals(root, rel, br, reasons) ? br : NULL;
-}
-
-/*
- * is_dimension_rel
- *		A table that is not sharded but whose rows colojoin can read on the
- *		coordinator and broadcast to the nodes of a group (a small dimension
- *		table joined to a sharded fact): a plain table, a materialized view
- *		or a foreign table of its own, read as the query reads it.
- */
-static bool
-is_dimension_rel(PlannerInfo *root, RelOptInfo *rel)
-{
-	RangeTblEntry *rte;
-
-	if (rel->reloptkind != RELOPT_BASEREL || rel->rtekind != RTE_RELATION)
-		return false;
-	rte = planner_rt_fetch(rel->relid, root);
-	if (rte->tablesample != NULL)
-		return false;
-	return rte->relkind == RELKIND_RELATION || rte->relkind == RELKIND_MATVIEW ||
-		(rte->relkind == RELKIND_FOREIGN_TABLE && !get_rel_relispartition(rte->relid));
-}
-
-/*
- * make_dimension_rel
- *		A dimension table as a member of a group: it has no partitions
- *		(table NULL), is only ever broadcast, and is read on the coordinator.
- */
-static CjBaseRel *
-make_dimension_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
-{
-	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
-	CjBaseRel  *br = palloc0(sizeof(CjBaseRel));
-
-	br->rtindex = rel->relid;
-	br->relid = rte->relid;
-	br->table = NULL;
-	br->local_inh = rte->inh;
-	br->alias = rte->eref->aliasname;
-	br->checkasuser = rte->checkAsUser;
-	return take_quals(root, rel, br, reasons) ? br : NULL;
-}
-
-/*
- * cj_group_for_rel
- *		The colocated group a join input stands for: a sharded table on its
- *		own, or a join relation colojoin already accepted.
- */
-CjJoinGroup *
-cj_group_for_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
-{
-	if (rel->reloptkind == RELOPT_BASEREL)
-	{
-		CjBaseRel  *br = make_base_rel(root, rel, reasons);
-		CjJoinGroup *g;
-		CjJoinTree *t;
-
-		if (br == NULL)
-			return NULL;
-		t = palloc0(sizeof(CjJoinTree));
-		t->is_base = true;
-		t->base = 0;
-		g = palloc0(sizeof(CjJoinGroup));
-		g->rel = rel;
-		g->rels = list_make1(br);
-		g->tree = t;
-		return g;
-	}
-	else
-	{
-		CjJoinAttempt *a = find_attempt(rel);
-
-		return a ? a->group : NULL;
-	}
-}
-
-/* can a class produce rows, given which tables have live rows in it? */
-bool
-cj_tree_produces(CjJoinTree *t, const bool *present)
-{
-	/* a LATERAL subquery is read in every class (lateral.c) */
-	if (t->lateral)
-		return true;
-	if (t->is_base)
-		return present[t->base];
-	switch (t->jointype)
-	{
-		case JOIN_INNER:
-		case JOIN_SEMI:
-			return cj_tree_produces(t->outer, present) && cj_tree_produces(t->inner, present);
-		case JOIN_LEFT:
-		case JOIN_ANTI:
-			return cj_tree_produces(t->outer, present);
-		case JOIN_FULL:
-			return cj_tree_produces(t->outer, present) || cj_tree_produces(t->inner, present);
-		default:
-			return false;
-	}
-}
 
 static CjJoinTree *
 shift_tree(CjJoinTree *t, int offset)
@@ -413,785 +62,6 @@ shift_tree(CjJoinTree *t, int offset)
 		c->inner = shift_tree(t->inner, offset);
 	}
 	return c;
-}
-
-/* the hash remainder of class c (hash class spaces), or -1 */
-int
-cj_class_remainder(CjJoinGroup *g, int c)
-{
-	ListCell   *lc;
-
-	/* a space of hash classes alone (dual repartition): c is its remainder */
-	if (g->space->ntables == 0)
-		return c;
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-		int			m;
-
-		if (br->move != CJ_MOVE_NONE)
-			continue;
-		m = CJ_MEMBER(g->space, c, br->space_index);
-		if (m >= 0 && br->table->strategy == PARTITION_STRATEGY_HASH)
-			return br->table->classes[m].bound->remainder;
-	}
-	return -1;
-}
-
-/*
- * moved_present
- *		Whether a moved table can have rows in class c: for copied
- *		partitions, when one of its live partitions refines the class; rows
- *		routed or broadcast may belong to any class.
- */
-static bool
-moved_present(CjJoinGroup *g, CjBaseRel *br, int c)
-{
-	int			r;
-	int			k;
-
-	if (br->move != CJ_MOVE_PARTITIONS)
-		return true;
-	r = cj_class_remainder(g, c);
-	if (r < 0)
-		return true;
-	for (k = 0; k < br->table->nclasses; k++)
-		if (br->class_live[k] &&
-			br->table->classes[k].bound->remainder % br->move_modulus == r)
-			return true;
-	return false;
-}
-
-/*
- * assign_tasks
- *		Decide which classes run and where: a class runs when the join can
- *		produce rows from it, on a node that holds the live leaves of that
- *		class of every table that has them; tasks are spread over the nodes
- *		that qualify.
- */
-static bool
-assign_tasks(CjJoinGroup *g, List **reasons)
-{
-	int			nt = list_length(g->rels);
-	bool	   *present = palloc(sizeof(bool) * nt);
-	List	   *load_nodes = NIL;
-	List	   *load_counts = NIL;
-	int			c;
-
-	for (c = 0; c < g->space->nclasses; c++)
-	{
-		List	   *nodes = NIL;
-		bool		any_member = false;
-		bool		any_live = false;
-		bool		first = true;
-		int			t;
-		Oid			best = InvalidOid;
-		int			bestcount = -1;
-		ListCell   *lc;
-		CjTask	   *task;
-
-		for (t = 0; t < nt; t++)
-		{
-			CjBaseRel  *br = list_nth(g->rels, t);
-			int			m;
-
-			if (br->move != CJ_MOVE_NONE)
-			{
-				present[t] = moved_present(g, br, c);
-				continue;
-			}
-			m = CJ_MEMBER(g->space, c, br->space_index);
-			present[t] = (m >= 0 && br->class_live[m]);
-			/* a partition that exists but was pruned away */
-			any_member |= (m >= 0 && !br->class_live[m]);
-			any_live |= present[t];
-		}
-		if (!cj_tree_produces(g->tree, present))
-		{
-			/*
-			 * Pruned: pruning removed a partition the class needed; empty:
-			 * a table the class needs has no partition for it at all.
-			 */
-			if (any_member)
-				g->npruned++;
-			else
-				g->nempty++;
-			continue;
-		}
-		(void) any_live;
-
-		for (t = 0; t < nt; t++)
-		{
-			CjBaseRel  *br = list_nth(g->rels, t);
-			int			m;
-			CjClass    *cls;
-			List	   *here;
-			int			l;
-
-			if (!present[t] || br->move != CJ_MOVE_NONE)
-				continue;
-			m = CJ_MEMBER(g->space, c, br->space_index);
-			cls = &br->table->classes[m];
-			for (l = 0; l < cls->nleaves; l++)
-			{
-				if (br->leaf_live[m][l] && !cls->leaves[l].is_foreign)
-				{
-					*reasons = lappend(*reasons,
-									   psprintf("partition %s of %s is not a postgres_fdw foreign table",
-												get_rel_name(cls->leaves[l].relid), br->alias));
-					return false;
-				}
-			}
-			here = cj_common_nodes(cls, br->leaf_live[m]);
-			if (first)
-				nodes = here;
-			else
-				nodes = cj_intersect_nodes(nodes, here);
-			first = false;
-			if (nodes == NIL)
-				break;
-		}
-		/* and the partitions LATERAL subqueries read in the class */
-		nodes = cj_lateral_nodes(g, c, nodes);
-		if (nodes == NIL && g->trust_placement)
-		{
-			/*
-			 * The user vouches that equal classes sit together (servers of
-			 * different names reaching one node, say): run where the first
-			 * table's class is.
-			 */
-			for (t = 0; t < nt && nodes == NIL; t++)
-			{
-				CjBaseRel  *br = list_nth(g->rels, t);
-				int			m = br->space_index < 0 ? -1 :
-					CJ_MEMBER(g->space, c, br->space_index);
-
-				if (present[t] && m >= 0)
-					nodes = cj_common_nodes(&br->table->classes[m], br->leaf_live[m]);
-			}
-		}
-		if (nodes == NIL)
-		{
-			StringInfoData where;
-
-			initStringInfo(&where);
-			for (t = 0; t < nt; t++)
-			{
-				CjBaseRel  *br = list_nth(g->rels, t);
-				int			m;
-				List	   *here;
-				ListCell   *lc2;
-
-				if (!present[t] || br->move != CJ_MOVE_NONE)
-					continue;
-				m = CJ_MEMBER(g->space, c, br->space_index);
-				here = cj_common_nodes(&br->table->classes[m], br->leaf_live[m]);
-				appendStringInfo(&where, "%s%s on ", where.len ? ", " : "",
-								 br->alias);
-				if (here == NIL)
-					appendStringInfoString(&where, "several nodes");
-				foreach(lc2, here)
-					appendStringInfo(&where, "%s%s", lc2 == list_head(here) ? "" : "/",
-									 cj_node_name(lfirst_oid(lc2)));
-			}
-			*reasons = lappend(*reasons,
-							   psprintf("no node holds partition class %s of every table (%s)",
-										cj_class_label(g->space, c), where.data));
-			return false;
-		}
-
-		/*
-		 * Spread: the qualifying node with the fewest tasks so far, among
-		 * those that did not fail moments ago if there are such.
-		 */
-		foreach(lc, nodes)
-		{
-			Oid			node = lfirst_oid(lc);
-			int			count = 0;
-			ListCell   *ln,
-					   *lcnt;
-
-			forboth(ln, load_nodes, lcnt, load_counts)
-			{
-				if (lfirst_oid(ln) == node)
-					count = lfirst_int(lcnt);
-			}
-			if (cj_node_failed_recently(node))
-				count += 1000000;
-			if (bestcount < 0 || count < bestcount)
-			{
-				best = node;
-				bestcount = count;
-			}
-		}
-		{
-			ListCell   *ln,
-					   *lcnt;
-			bool		found = false;
-
-			forboth(ln, load_nodes, lcnt, load_counts)
-			{
-				if (lfirst_oid(ln) == best)
-				{
-					lfirst_int(lcnt)++;
-					found = true;
-				}
-			}
-			if (!found)
-			{
-				load_nodes = lappend_oid(load_nodes, best);
-				load_counts = lappend_int(load_counts, 1);
-			}
-		}
-		task = palloc(sizeof(CjTask));
-		task->cls = c;
-		task->serverid = best;
-		/* where the class can run if best cannot be reached (failover) */
-		task->alternatives = list_delete_oid(list_copy(nodes), best);
-		g->tasks = lappend(g->tasks, task);
-	}
-	return true;
-}
-
-/*
- * leaks_secured_rows
- *		Whether q, a join condition, could leak values of a table that has
- *		security quals (row security, a security-barrier view) to a function
- *		that is not leakproof.  The node that runs the join need not apply
- *		the table's security quals first (they may not even be sent to it),
- *		so such a condition runs on the coordinator, after them.
- */
-static bool
-leaks_secured_rows(PlannerInfo *root, CjJoinGroup *g, Expr *q)
-{
-	Relids		relids;
-	ListCell   *lc;
-
-	if (!contain_leaked_vars((Node *) q))
-		return false;
-	relids = pull_varnos(root, (Node *) q);
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-
-		if (br->has_security_quals && bms_is_member(br->rtindex, relids))
-			return true;
-	}
-	return false;
-}
-
-/*
- * check_shippable
- *		Split every condition of the tree into what runs on the nodes and
- *		what the coordinator must run, following the scope rules the
- *		deparser uses (see deparse_tree).  Fails when a condition cannot run
- *		remotely and has no safe place on the coordinator either (inside an
- *		outer join's nullable side, say).
- */
-static bool
-check_shippable(PlannerInfo *root, CjJoinGroup *g, CjJoinTree *t,
-				CjScopeKind scope, List **reasons)
-{
-	ListCell   *lc;
-
-	/* a LATERAL subquery's own conditions are inside it, all remote */
-	if (t->lateral)
-		return true;
-	if (t->is_base)
-	{
-		CjBaseRel  *br = list_nth(g->rels, t->base);
-		ListCell   *ll;
-		int			lowest = -1;
-
-		br->remote_quals = NIL;
-		br->filter_in_derived = (scope == CJ_SCOPE_NONE);
-		forboth(lc, br->quals, ll, br->qual_levels)
-		{
-			Expr	   *q = (Expr *) lfirst(lc);
-			int			level = lfirst_int(ll);
-
-			if (lowest < 0)
-				lowest = level;
-
-			/*
-			 * A node evaluates its WHERE in an order of its own, so a
-			 * condition that could leak its rows' values (a function that
-			 * is not leakproof) may share it with the table's security
-			 * quals only if it has none: otherwise it runs on the
-			 * coordinator, after them, as PostgreSQL runs it.
-			 */
-			if (cj_is_shippable(root, q, NULL) &&
-				(level == lowest || !contain_leaked_vars((Node *) q)))
-				br->remote_quals = lappend(br->remote_quals, q);
-			else if (scope == CJ_SCOPE_TOP)
-				add_local_qual(g, q, level);
-			else
-			{
-				*reasons = lappend(*reasons,
-								   psprintf("a condition on %s cannot run on the nodes and %s is on the nullable side of an outer join",
-											br->alias, br->alias));
-				return false;
-			}
-		}
-		return true;
-	}
-
-	t->remote_joinquals = NIL;
-	t->remote_otherquals = NIL;
-	foreach(lc, t->joinquals)
-	{
-		Expr	   *q = (Expr *) lfirst(lc);
-
-		if (cj_is_shippable(root, q, NULL) && !leaks_secured_rows(root, g, q))
-			t->remote_joinquals = lappend(t->remote_joinquals, q);
-		else if (t->jointype == JOIN_INNER && scope == CJ_SCOPE_TOP)
-			add_local_qual(g, q, (int) root->qual_security_level);
-		else
-		{
-			*reasons = lappend(*reasons,
-							   pstrdup("a join condition cannot run on the nodes"));
-			return false;
-		}
-	}
-	foreach(lc, t->otherquals)
-	{
-		Expr	   *q = (Expr *) lfirst(lc);
-
-		if (scope != CJ_SCOPE_NONE && cj_is_shippable(root, q, NULL) &&
-			!leaks_secured_rows(root, g, q))
-			t->remote_otherquals = lappend(t->remote_otherquals, q);
-		else if (scope == CJ_SCOPE_TOP)
-			add_local_qual(g, q, (int) root->qual_security_level);
-		else
-		{
-			*reasons = lappend(*reasons,
-							   pstrdup("a condition above an outer join has no place in the remote query"));
-			return false;
-		}
-	}
-
-	switch (t->jointype)
-	{
-		case JOIN_INNER:
-			{
-				/* an inner join's ON clause can hold its inputs' filters */
-				CjScopeKind child = (scope == CJ_SCOPE_NONE) ? CJ_SCOPE_NESTED : scope;
-
-				return check_shippable(root, g, t->outer, child, reasons) &&
-					check_shippable(root, g, t->inner, child, reasons);
-			}
-		case JOIN_LEFT:
-			return check_shippable(root, g, t->outer, scope, reasons) &&
-				check_shippable(root, g, t->inner, CJ_SCOPE_NESTED, reasons);
-		case JOIN_FULL:
-			return check_shippable(root, g, t->outer, CJ_SCOPE_NONE, reasons) &&
-				check_shippable(root, g, t->inner, CJ_SCOPE_NONE, reasons);
-		case JOIN_SEMI:
-		case JOIN_ANTI:
-			if (scope == CJ_SCOPE_NONE)
-			{
-				*reasons = lappend(*reasons,
-								   pstrdup("a semi or anti join directly below a full join"));
-				return false;
-			}
-			return check_shippable(root, g, t->outer, scope, reasons) &&
-				check_shippable(root, g, t->inner, CJ_SCOPE_NESTED, reasons);
-		default:
-			return false;
-	}
-}
-
-/* whether exprs read a column of a table of g whose index is in tables */
-static bool
-reads_tables(CjJoinGroup *g, List *exprs, Bitmapset *tables)
-{
-	ListCell   *lc;
-
-	if (tables == NULL)
-		return false;
-	foreach(lc, pull_var_clause((Node *) exprs, PVC_RECURSE_PLACEHOLDERS))
-	{
-		Var		   *v = lfirst(lc);
-		ListCell   *lr;
-
-		foreach(lr, g->rels)
-			if (((CjBaseRel *) lfirst(lr))->rtindex == v->varno &&
-				bms_is_member(foreach_current_index(lr), tables))
-				return true;
-	}
-	return false;
-}
-
-static Bitmapset *
-tree_tables(CjJoinTree *t)
-{
-	if (t->lateral)
-		return NULL;
-	if (t->is_base)
-		return bms_make_singleton(t->base);
-	return bms_union(tree_tables(t->outer), tree_tables(t->inner));
-}
-
-/*
- * check_semi_refs
- *		The remote SQL writes a semi join as EXISTS (...), so its inner
- *		tables are out of reach outside it; PostgreSQL may still ask for
- *		their columns above the join (a column equal to one of the outer
- *		side, say).  False when a condition of t reads such a column; sets
- *		*hidden to the tables of t that are out of reach above t.  An anti
- *		join's inner tables are not counted: their columns are NULL above
- *		it, and the SQL says so (remote_sql.c name_var).
- */
-static bool
-check_semi_refs(CjJoinGroup *g, CjJoinTree *t, Bitmapset **hidden)
-{
-	Bitmapset  *ho;
-	Bitmapset  *hi;
-
-	*hidden = NULL;
-	if (t->is_base || t->lateral)
-		return true;
-	if (!check_semi_refs(g, t->outer, &ho) || !check_semi_refs(g, t->inner, &hi))
-		return false;
-	/* a LATERAL subquery's columns are not tracked: never inside EXISTS */
-	if ((t->jointype == JOIN_SEMI || t->jointype == JOIN_ANTI) &&
-		cj_tree_has_lateral(t->inner))
-		return false;
-	if (reads_tables(g, t->joinquals, bms_union(ho, hi)) ||
-		reads_tables(g, t->otherquals, bms_union(ho, hi)))
-		return false;
-	switch (t->jointype)
-	{
-		case JOIN_SEMI:
-			*hidden = bms_union(ho, tree_tables(t->inner));
-			break;
-		case JOIN_ANTI:
-			*hidden = ho;
-			break;
-		default:
-			*hidden = bms_union(ho, hi);
-			break;
-	}
-	return true;
-}
-
-/*
- * cj_check_target
- *		Every column the join must return has to be a plain column of one of
- *		the joined tables, in reach of the remote query's select list.
- */
-bool
-cj_check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons)
-{
-	ListCell   *lc;
-	Bitmapset  *hidden;
-
-	if (!check_semi_refs(g, g->tree, &hidden) ||
-		reads_tables(g, joinrel->reltarget->exprs, hidden) ||
-		reads_tables(g, g->local_quals, hidden))
-	{
-		*reasons = lappend(*reasons,
-						   pstrdup("the join needs a column of the inner side of a semi join above it"));
-		return false;
-	}
-
-	foreach(lc, joinrel->reltarget->exprs)
-	{
-		Node	   *e = (Node *) lfirst(lc);
-
-		if (!IsA(e, Var) || ((Var *) e)->varattno <= 0)
-		{
-			*reasons = lappend(*reasons,
-							   pstrdup("the join must return a whole-row, system column or placeholder value"));
-			return false;
-		}
-	}
-	return true;
-}
-
-/*
- * has_references: the group reads reference tables whole in every class
- * (they are joined to sharded tables; a group of reference tables alone
- * treats them as the one-partition tables they are)
- */
-int
-cj_group_references(CjJoinGroup *g)
-{
-	ListCell   *lc;
-	int			refs = 0;
-	bool		others = false;
-
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = (CjBaseRel *) lfirst(lc);
-
-		if (br->move != CJ_MOVE_NONE)
-			continue;
-		if (br->reference)
-			refs++;
-		else
-			others = true;
-	}
-	return others ? refs : 0;
-}
-
-static bool
-has_references(CjJoinGroup *g)
-{
-	return cj_group_references(g) > 0;
-}
-
-static void
-describe_keys(CjJoinGroup *g)
-{
-	CjBaseRel  *first = linitial(g->rels);
-	StringInfoData buf;
-	int			p;
-
-	initStringInfo(&buf);
-	for (p = 0; p < first->table->partnatts; p++)
-	{
-		ListCell   *lc;
-		bool		firstrel = true;
-
-		if (p > 0)
-			appendStringInfoString(&buf, ", ");
-		foreach(lc, g->rels)
-		{
-			CjBaseRel  *br = (CjBaseRel *) lfirst(lc);
-
-			if (br->move != CJ_MOVE_NONE || (br->reference && has_references(g)))
-				continue;
-			if (!firstrel)
-				appendStringInfoString(&buf, " = ");
-			appendStringInfoString(&buf, cj_key_name(lfirst(lc), p));
-			firstrel = false;
-		}
-	}
-	if (has_references(g))
-	{
-		ListCell   *lc;
-		bool		firstref = true;
-
-		appendStringInfoString(&buf, ", with reference table");
-		foreach(lc, g->rels)
-		{
-			CjBaseRel  *br = (CjBaseRel *) lfirst(lc);
-
-			if (br->reference && br->space_index >= 0)
-			{
-				appendStringInfo(&buf, "%s %s", firstref ? "" : ",", br->alias);
-				firstref = false;
-			}
-		}
-	}
-	cj_lateral_describe(g->tree, &buf);
-	g->keys_text = buf.data;
-}
-
-/*
- * cj_finish_group
- *		The rules that hold for a group whatever joined it: bounds (rule 3)
- *		and placement (rule 5) give the tasks; every table read as one user;
- *		conditions split into remote and local ones.
- */
-bool
-cj_finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
-{
-	CjBaseRel  *first = linitial(g->rels);
-	CjHint	   *trust = cj_hint_trust_colocation(cj_hints);
-	List	   *tables = NIL;
-	ListCell   *lc;
-
-	bool		refs = has_references(g);
-	List	   *reftables = NIL;
-
-	/*
-	 * The class space is that of the tables read in place; reference
-	 * tables joined to sharded ones come after them, whole in every class.
-	 */
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-
-		if (br->move != CJ_MOVE_NONE)
-			br->space_index = -1;
-		else if (!(refs && br->reference))
-		{
-			br->space_index = list_length(tables);
-			tables = lappend(tables, br->table);
-		}
-	}
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-
-		if (br->move == CJ_MOVE_NONE && refs && br->reference)
-		{
-			br->space_index = list_length(tables) + list_length(reftables);
-			reftables = lappend(reftables, br->table);
-		}
-	}
-
-	if (trust)
-	{
-		g->trust_placement = true;
-		trust->used = true;
-		g->hints_used = lappend(g->hints_used, trust);
-	}
-	/* a group that moves every table (dual repartition) has its tasks */
-	if (g->space == NULL)
-	{
-		g->space = cj_build_class_space(tables, reasons);
-		if (g->space == NULL)
-			return false;
-		if (reftables != NIL)
-		{
-			CjTable   **ra = palloc(sizeof(CjTable *) * list_length(reftables));
-			int			k = 0;
-
-			foreach(lc, reftables)
-				ra[k++] = (CjTable *) lfirst(lc);
-			g->space = cj_space_add_references(g->space, k, ra);
-		}
-		if (!assign_tasks(g, reasons))
-			return false;
-	}
-
-	/* every base relation's user must be the same to share connections */
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-
-		if (br->checkasuser != first->checkasuser)
-		{
-			*reasons = lappend(*reasons,
-							   pstrdup("the tables are read as different users"));
-			return false;
-		}
-	}
-	g->userid = first->checkasuser;
-
-	g->local_quals = NIL;
-	g->local_levels = NIL;
-	if (!check_shippable(root, g, g->tree, CJ_SCOPE_TOP, reasons))
-		return false;
-	describe_keys(g);
-	return true;
-}
-
-/* private copies: a group sets fields of its tables that depend on it */
-List *
-cj_copy_rels(List *rels)
-{
-	List	   *result = NIL;
-	ListCell   *lc;
-
-	foreach(lc, rels)
-	{
-		CjBaseRel  *br = palloc(sizeof(CjBaseRel));
-
-		memcpy(br, lfirst(lc), sizeof(CjBaseRel));
-		result = lappend(result, br);
-	}
-	return result;
-}
-
-/* the rows the group's tables hold after their own conditions */
-static double
-group_input_rows(PlannerInfo *root, CjJoinGroup *g)
-{
-	double		rows = 0;
-	ListCell   *lc;
-
-	foreach(lc, g->rels)
-		rows += find_base_rel(root, ((CjBaseRel *) lfirst(lc))->rtindex)->rows;
-	return rows;
-}
-
-/*
- * new_scan_path
- *		A ColocatedJoin path with the given target, size and costs.  ExecScan
- *		projects for it: no Result node goes on top.
- */
-static Path *
-new_scan_path(RelOptInfo *parent, PathTarget *target, double rows,
-			  Cost startup, Cost total, List *private)
-{
-	CustomPath *cpath = makeNode(CustomPath);
-
-	cpath->path.pathtype = T_CustomScan;
-	cpath->path.parent = parent;
-	cpath->path.pathtarget = target;
-	cpath->path.param_info = NULL;
-	cpath->path.parallel_aware = false;
-	cpath->path.parallel_safe = false;
-	cpath->path.parallel_workers = 0;
-	cpath->path.rows = rows;
-	cpath->path.startup_cost = startup;
-	cpath->path.total_cost = total;
-	cpath->path.pathkeys = NIL;
-	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	cpath->custom_paths = NIL;
-	cpath->custom_private = private;
-	cpath->methods = &cj_path_methods;
-	return (Path *) cpath;
-}
-
-/*
- * cj_orient_join
- *		A join as the group builders take it: a right join turned round into
- *		a left one (inputs swapped); false for the unique-ified variants of a
- *		semi join, which another call of the hook covers as the semi join.
- */
-bool
-cj_orient_join(RelOptInfo **outerrel, RelOptInfo **innerrel, JoinType *jointype)
-{
-	if (*jointype == JOIN_RIGHT)
-	{
-		RelOptInfo *tmp = *outerrel;
-
-		*outerrel = *innerrel;
-		*innerrel = tmp;
-		*jointype = JOIN_LEFT;
-	}
-	return *jointype == JOIN_INNER || *jointype == JOIN_LEFT ||
-		*jointype == JOIN_FULL || *jointype == JOIN_SEMI ||
-		*jointype == JOIN_ANTI;
-}
-
-/*
- * cj_split_join_clauses
- *		The join's own conditions (joinquals) and, for an outer join, those
- *		applied above it (otherquals).  false, with the reason, for a
- *		condition that does not depend on the join's rows (PostgreSQL
- *		evaluates it once, as a gating qual).
- */
-bool
-cj_split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
-					  JoinPathExtraData *extra, List **joinquals,
-					  List **otherquals, List **reasons)
-{
-	ListCell   *lc;
-
-	foreach(lc, extra->restrictlist)
-	{
-		if (lfirst_node(RestrictInfo, lc)->pseudoconstant)
-		{
-			*reasons = lappend(*reasons,
-							   pstrdup("the join has a condition that does not depend on its rows"));
-			return false;
-		}
-	}
-	if (jointype == JOIN_INNER || jointype == JOIN_SEMI)
-	{
-		foreach(lc, extra->restrictlist)
-			*joinquals = lappend(*joinquals, lfirst_node(RestrictInfo, lc)->clause);
-	}
-	else
-		extract_actual_join_clauses(extra->restrictlist, joinrel->relids,
-									joinquals, otherquals);
-	return true;
 }
 
 /*
@@ -1393,25 +263,6 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
  * ----------------------------------------------------------------
  */
 
-static bool
-live_leaves_foreign(CjBaseRel *br, List **reasons)
-{
-	int			c,
-				l;
-
-	for (c = 0; c < br->table->nclasses; c++)
-		for (l = 0; l < br->table->classes[c].nleaves; l++)
-			if (br->leaf_live[c][l] && !br->table->classes[c].leaves[l].is_foreign)
-			{
-				*reasons = lappend(*reasons,
-								   psprintf("partition %s of %s is not a postgres_fdw foreign table",
-											get_rel_name(br->table->classes[c].leaves[l].relid),
-											br->alias));
-				return false;
-			}
-	return true;
-}
-
 static int	move_name_counter = 0;
 
 /* every condition of a join tree */
@@ -1462,7 +313,7 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
 	{
 		CjBaseRel  *br = lfirst(lc);
 
-		if ((br->table != NULL && !live_leaves_foreign(br, reasons)) ||
+		if ((br->table != NULL && !cj_live_leaves_foreign(br, reasons)) ||
 			!cj_broadcast_allowed(br, find_base_rel(root, br->rtindex), reasons) ||
 			!cj_move_columns(br, (Node *) lappend(list_copy(exprs), br->quals),
 							 reasons))
@@ -1529,7 +380,7 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 	{
 		*reasons = lappend(*reasons,
 						   psprintf("relation %s is the side the join preserves, so it cannot move",
-									joinrel_names(root, must_move)));
+									cj_joinrel_names(root, must_move)));
 		return NULL;
 	}
 	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals,
@@ -1558,10 +409,10 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (ag->rel->reloptkind == RELOPT_BASEREL &&
 			!cj_finish_group(root, ag, reasons))
 			continue;
-		mb = is_dimension_rel(root, mrel) ?
-			make_dimension_rel(root, mrel, reasons) :
-			make_base_rel(root, mrel, reasons);
-		if (mb == NULL || (mb->table != NULL && !live_leaves_foreign(mb, reasons)))
+		mb = cj_is_dimension_rel(root, mrel) ?
+			cj_make_dimension_rel(root, mrel, reasons) :
+			cj_make_base_rel(root, mrel, reasons);
+		if (mb == NULL || (mb->table != NULL && !cj_live_leaves_foreign(mb, reasons)))
 			continue;
 		if (((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
 			continue;
@@ -1640,7 +491,7 @@ static void
 add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
 				   bool forced)
 {
-	double		input_rows = group_input_rows(root, g);
+	double		input_rows = cj_group_input_rows(root, g);
 	int			nnodes = cj_task_node_count(g);
 	double		rows = joinrel->rows;
 	int			width = joinrel->reltarget->width;
@@ -1665,147 +516,8 @@ add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
 		total = 0;
 	}
 	/* the group is found again from joinrel (custom_private stays NIL) */
-	add_path(joinrel, new_scan_path(joinrel, joinrel->reltarget, rows,
+	add_path(joinrel, cj_new_scan_path(joinrel, joinrel->reltarget, rows,
 									startup, total, NIL));
-}
-
-/* the names of a join relation's base relations, for the decision log */
-static char *
-joinrel_names(PlannerInfo *root, RelOptInfo *rel)
-{
-	StringInfoData buf;
-	int			i = -1;
-
-	initStringInfo(&buf);
-	while ((i = bms_next_member(rel->relids, i)) >= 0)
-	{
-		RangeTblEntry *rte;
-
-		if (i >= root->simple_rel_array_size || root->simple_rte_array[i] == NULL)
-			continue;
-		rte = root->simple_rte_array[i];
-		appendStringInfo(&buf, "%s%s", buf.len ? ", " : "",
-						 rte->eref ? rte->eref->aliasname : "?");
-	}
-	return buf.data;
-}
-
-/* does a hint name relation rti of the query, by alias or table name? */
-static bool
-rel_has_name(PlannerInfo *root, int rti, const char *name)
-{
-	RangeTblEntry *rte;
-
-	if (rti >= root->simple_rel_array_size || root->simple_rte_array[rti] == NULL)
-		return false;
-	rte = root->simple_rte_array[rti];
-	if (rte->eref && strcmp(rte->eref->aliasname, name) == 0)
-		return true;
-	if (rte->rtekind == RTE_RELATION)
-	{
-		char	   *relname = get_rel_name(rte->relid);
-
-		if (relname && strcmp(relname, name) == 0)
-			return true;
-	}
-	return false;
-}
-
-/*
- * hint_covers
- *		Every relation the hint names is among relids; with exact, the hint
- *		names exactly the relations of relids.
- */
-static bool
-hint_covers(PlannerInfo *root, CjHint *hint, Relids relids, bool exact)
-{
-	ListCell   *lc;
-
-	foreach(lc, hint->names)
-	{
-		int			i = -1;
-		bool		found = false;
-
-		while ((i = bms_next_member(relids, i)) >= 0)
-		{
-			if (rel_has_name(root, i, lfirst(lc)))
-			{
-				found = true;
-				break;
-			}
-		}
-		if (!found)
-			return false;
-	}
-	return !exact || list_length(hint->names) == bms_num_members(relids);
-}
-
-/* the first valid hint of one of kinds covering relids */
-static CjHint *
-find_hint(PlannerInfo *root, Relids relids, bool exact, CjHintKind kind1,
-		  CjHintKind kind2)
-{
-	ListCell   *lc;
-
-	if (cj_hints == NULL)
-		return NULL;
-	foreach(lc, cj_hints->hints)
-	{
-		CjHint	   *h = lfirst(lc);
-
-		if (h->valid && (h->kind == kind1 || h->kind == kind2) &&
-			hint_covers(root, h, relids, exact))
-			return h;
-	}
-	return NULL;
-}
-
-/* the PreAggregate hint naming relation rtindex, if any */
-CjHint *
-cj_pre_aggregate_hint(PlannerInfo *root, Index rtindex)
-{
-	Relids		relids = bms_make_singleton(rtindex);
-	CjHint	   *h = find_hint(root, relids, true, CJ_HINT_PRE_AGGREGATE,
-							  CJ_HINT_PRE_AGGREGATE);
-
-	bms_free(relids);
-	return h;
-}
-
-/*
- * colocated_hint_over: a ColocatedJoin hint naming every relation of relids
- * (and perhaps more): the group of this smaller join is needed to build the
- * hinted one, even where the settings would not offer it on its own.
- */
-static CjHint *
-colocated_hint_over(PlannerInfo *root, Relids relids)
-{
-	ListCell   *lc;
-
-	if (cj_hints == NULL)
-		return NULL;
-	foreach(lc, cj_hints->hints)
-	{
-		CjHint	   *h = lfirst(lc);
-		int			i = -1;
-		bool		all = true;
-
-		if (!h->valid || h->kind != CJ_HINT_COLOCATED_JOIN)
-			continue;
-		while (all && (i = bms_next_member(relids, i)) >= 0)
-		{
-			ListCell   *ln;
-			bool		named = false;
-
-			foreach(ln, h->names)
-				if (rel_has_name(root, i, lfirst(ln)))
-					named = true;
-			all = named;
-		}
-		if (all)
-			return h;
-	}
-	return NULL;
 }
 
 static bool
@@ -1813,11 +525,11 @@ is_group_input(PlannerInfo *root, RelOptInfo *rel)
 {
 	CjJoinAttempt *a;
 
-	if (is_sharded_baserel(root, rel))
+	if (cj_is_sharded_baserel(root, rel))
 		return true;
 	if (rel->reloptkind != RELOPT_JOINREL)
 		return false;
-	a = find_attempt(rel);
+	a = cj_find_attempt(rel);
 	return a != NULL && a->group != NULL;
 }
 
@@ -1842,16 +554,16 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel,
 								jointype, extra);
 
-	if (!enabled && cj_hints == NULL)
+	if (!enabled && cj_statement_hints() == NULL)
 		return;
 	if (IS_OTHER_REL(joinrel))
 		return;
 
-	if (cj_hints != NULL)
+	if (cj_statement_hints() != NULL)
 	{
-		force = find_hint(root, joinrel->relids, true,
+		force = cj_find_hint(root, joinrel->relids, true,
 						  CJ_HINT_COLOCATED_JOIN, CJ_HINT_COLOCATED_JOIN);
-		forbid = find_hint(root, joinrel->relids, false,
+		forbid = cj_find_hint(root, joinrel->relids, false,
 						   CJ_HINT_NO_COLOCATED_JOIN, CJ_HINT_LOCAL_JOIN);
 		if (forbid)
 		{
@@ -1863,13 +575,13 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		 * Hints that ask for a move: RedistributeJoin(a b) on this very join,
 		 * Redistribute(b) or BroadcastJoin(b) naming one of its sides.
 		 */
-		move_hint = find_hint(root, joinrel->relids, true,
+		move_hint = cj_find_hint(root, joinrel->relids, true,
 							  CJ_HINT_REDISTRIBUTE_JOIN, CJ_HINT_REDISTRIBUTE_JOIN);
 		if (move_hint)
 			forced_move = CJ_MOVE_REPARTITION;
 		if (innerrel->reloptkind == RELOPT_BASEREL)
 		{
-			CjHint	   *h = find_hint(root, innerrel->relids, true,
+			CjHint	   *h = cj_find_hint(root, innerrel->relids, true,
 									  CJ_HINT_REDISTRIBUTE, CJ_HINT_BROADCAST_JOIN);
 
 			if (h)
@@ -1880,7 +592,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		}
 		if (outerrel->reloptkind == RELOPT_BASEREL)
 		{
-			CjHint	   *h = find_hint(root, outerrel->relids, true,
+			CjHint	   *h = cj_find_hint(root, outerrel->relids, true,
 									  CJ_HINT_REDISTRIBUTE, CJ_HINT_BROADCAST_JOIN);
 
 			if (h)
@@ -1895,7 +607,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 
 		/* Redistribute(a b) naming both sides of this join: both move */
 		{
-			CjHint	   *h = find_hint(root, joinrel->relids, true,
+			CjHint	   *h = cj_find_hint(root, joinrel->relids, true,
 									  CJ_HINT_REDISTRIBUTE, CJ_HINT_REDISTRIBUTE);
 
 			if (h)
@@ -1907,7 +619,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		}
 	}
 	if (!enabled && force == NULL && move_hint == NULL &&
-		colocated_hint_over(root, joinrel->relids) == NULL)
+		cj_colocated_hint_over(root, joinrel->relids) == NULL)
 		return;
 
 	/*
@@ -1919,8 +631,8 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		(cj_is_lateral_rel(outerrel) && is_group_input(root, innerrel));
 	if (!lateral &&
 		!(is_group_input(root, outerrel) && is_group_input(root, innerrel)) &&
-		!(is_group_input(root, outerrel) && is_dimension_rel(root, innerrel)) &&
-		!(is_dimension_rel(root, outerrel) && is_group_input(root, innerrel)))
+		!(is_group_input(root, outerrel) && cj_is_dimension_rel(root, innerrel)) &&
+		!(cj_is_dimension_rel(root, outerrel) && is_group_input(root, innerrel)))
 	{
 		if (force == NULL)
 			force = move_hint;
@@ -1930,7 +642,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 
 			force->failures = list_append_unique(force->failures,
 												 makeString(psprintf("relation %s %s",
-																	 joinrel_names(root, bad),
+																	 cj_joinrel_names(root, bad),
 																	 bad->reloptkind == RELOPT_BASEREL ?
 																	 "is not a sharded table" :
 																	 "is not a colocated join itself")));
@@ -1941,19 +653,19 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		return;
 
 	/* a table that is not sharded can only join a group by broadcast */
-	if ((is_dimension_rel(root, outerrel) || is_dimension_rel(root, innerrel)) &&
+	if ((cj_is_dimension_rel(root, outerrel) || cj_is_dimension_rel(root, innerrel)) &&
 		force == NULL && move_hint == NULL &&
 		!(enabled && colojoin_enable_broadcast))
 		return;
 
-	attempt = get_attempt(joinrel);
+	attempt = cj_get_attempt(joinrel);
 	if (attempt->group != NULL)
 		return;					/* this join already has its path */
 
 	if (cj_xact_wrote_to_shards())
 	{
 		if (attempt->names == NULL)
-			attempt->names = joinrel_names(root, joinrel);
+			attempt->names = cj_joinrel_names(root, joinrel);
 		attempt->reasons = list_append_unique(attempt->reasons,
 											  makeString(pstrdup("this transaction wrote to shards through postgres_fdw, whose writes colojoin's connections cannot see")));
 		if (force)
@@ -1986,7 +698,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 			ListCell   *lr;
 
 			if (attempt->names == NULL)
-				attempt->names = joinrel_names(root, joinrel);
+				attempt->names = cj_joinrel_names(root, joinrel);
 			foreach(lr, colocated_reasons)
 				attempt->reasons = list_append_unique(attempt->reasons,
 													  makeString(lfirst(lr)));
@@ -2018,7 +730,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 			ListCell   *lr;
 
 			if (attempt->names == NULL)
-				attempt->names = joinrel_names(root, joinrel);
+				attempt->names = cj_joinrel_names(root, joinrel);
 			if (group == NULL)
 				foreach(lr, reasons)
 					attempt->reasons = list_append_unique(attempt->reasons,
@@ -2054,7 +766,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		 * failed: the other order of the same two inputs only repeats them.
 		 */
 		if (attempt->names == NULL)
-			attempt->names = joinrel_names(root, joinrel);
+			attempt->names = cj_joinrel_names(root, joinrel);
 		if (attempt->reasons == NIL)
 			foreach(lc, reasons)
 				attempt->reasons = list_append_unique(attempt->reasons,
@@ -2174,11 +886,10 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 		   ParamListInfo boundParams)
 {
 	List	   *saved = cj_attempts;
-	CjHintSet  *saved_hints = cj_hints;
-	PlannedStmt *result;
+	CjHintSet  *saved_hints = cj_set_statement_hints(NULL);
+	PlannedStmt *result = NULL;
 
 	cj_attempts = NIL;
-	cj_hints = NULL;
 	PG_TRY();
 	{
 		if (query_string != NULL && strstr(query_string, "/*+") != NULL &&
@@ -2191,245 +902,32 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 				text += parse->stmt_location;
 			if (parse->stmt_len > 0)
 				len = parse->stmt_len;
-			cj_hints = cj_parse_hints(text, len, parse);
+			cj_set_statement_hints(cj_parse_hints(text, len, parse));
 		}
-		result = cj_plan_modify(parse, query_string, cursorOptions,
-								boundParams, plan_usual);
+		if (cj_write_planner != NULL)
+			result = cj_write_planner(parse, query_string, cursorOptions,
+									  boundParams, plan_usual);
 		if (result == NULL)
 			result = plan_usual(parse, query_string, cursorOptions,
 								boundParams);
-		check_forcing_hints(cj_hints);
+		check_forcing_hints(cj_statement_hints());
 		if (colojoin_log_decisions)
 			log_decisions(cj_attempts);
 	}
 	PG_FINALLY();
 	{
 		cj_attempts = saved;
-		cj_hints = saved_hints;
+		cj_set_statement_hints(saved_hints);
 	}
 	PG_END_TRY();
 	return result;
 }
-
-/* the group accepted for rel in this planner call, or NULL */
-CjJoinGroup *
-cj_group_of_rel(RelOptInfo *rel)
-{
-	CjJoinAttempt *a = find_attempt(rel);
-
-	return a ? a->group : NULL;
-}
-
-/* the hints of the statement being planned, or NULL */
-CjHintSet *
-cj_statement_hints(void)
-{
-	return cj_hints;
-}
-
-/* ----------------------------------------------------------------
- *		Groups for the steps above the join (join_group.h)
- * ----------------------------------------------------------------
- */
-
-CjJoinGroup *
-cj_group_for_input(PlannerInfo *root, RelOptInfo *rel)
-{
-	CjJoinAttempt *attempt;
-	CjJoinGroup *g;
-	List	   *reasons = NIL;
-
-	if (rel->reloptkind == RELOPT_JOINREL)
-	{
-		attempt = find_attempt(rel);
-		return attempt ? attempt->group : NULL;
-	}
-	if (!is_sharded_baserel(root, rel))
-		return NULL;
-
-	/* a sharded table on its own: a group of one, built once */
-	attempt = get_attempt(rel);
-	if (attempt->group != NULL)
-		return attempt->group;
-	if (attempt->reasons != NIL)
-		return NULL;
-	g = cj_group_for_rel(root, rel, &reasons);
-	if (g == NULL || !cj_finish_group(root, g, &reasons))
-	{
-		attempt->names = joinrel_names(root, rel);
-		attempt->reasons = lappend(attempt->reasons,
-								   makeString(pstrdup("not a sharded table colojoin can run")));
-		return NULL;
-	}
-	attempt->group = g;
-	return g;
-}
-
-CjUpperSpec *
-cj_make_spec(const char *strategy)
-{
-	CjUpperSpec *spec = palloc0(sizeof(CjUpperSpec));
-
-	spec->strategy = strategy;
-	spec->limit = -1;
-	return spec;
-}
-
-void
-cj_remember_upper(RelOptInfo *rel, CjJoinGroup *g, CjUpperSpec *spec)
-{
-	CjJoinAttempt *a = get_attempt(rel);
-
-	a->group = g;
-	a->upper = spec;
-}
-
-CjUpperSpec *
-cj_recall_upper(RelOptInfo *rel, CjJoinGroup **g)
-{
-	CjJoinAttempt *a = find_attempt(rel);
-
-	if (a == NULL || a->upper == NULL)
-		return NULL;
-	*g = a->group;
-	return a->upper;
-}
-
-bool
-cj_group_has_local_quals(CjJoinGroup *g)
-{
-	return g->local_quals != NIL;
-}
-
-int
-cj_group_ntasks(CjJoinGroup *g)
-{
-	return list_length(g->tasks);
-}
-
-bool
-cj_group_groups_by_key(CjJoinGroup *g, List *exprs)
-{
-	ListCell   *lc;
-
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-		int			p;
-
-		if (!cj_tree_keeps_rows_of(g->tree, foreach_current_index(lc)))
-			continue;
-
-		/*
-		 * Rows routed by another column, or copied to every node, do not
-		 * sit in the class of their own key: its values span tasks.
-		 */
-		if (br->move == CJ_MOVE_REPARTITION || br->move == CJ_MOVE_BROADCAST ||
-			(br->reference && has_references(g)))
-			continue;
-		for (p = 0; p < br->table->partnatts; p++)
-		{
-			ListCell   *lv;
-			ListCell   *le;
-			bool		found = false;
-
-			/* an expression key too is fixed by the columns it reads */
-			foreach(lv, cj_key_vars(br->table, p, br->rtindex))
-			{
-				found = false;
-				foreach(le, exprs)
-					if (cj_is_var_of(lfirst(le), lfirst(lv)))
-						found = true;
-				if (!found)
-					break;
-			}
-			if (!found && br->table->partattrs[p] == 0)
-			{
-				/* or the grouping has the key expression itself */
-				Node	   *kexpr = copyObject(br->table->partexprs[p]);
-
-				ChangeVarNodes(kexpr, 1, br->rtindex, 0);
-				foreach(le, exprs)
-					if (equal(strip_implicit_coercions(lfirst(le)),
-							  strip_implicit_coercions(kexpr)))
-						found = true;
-			}
-			if (!found)
-				break;
-		}
-		if (p == br->table->partnatts)
-			return true;
-	}
-	return false;
-}
-
-Path *
-cj_make_upper_path(PlannerInfo *root, RelOptInfo *parent, CjJoinGroup *g,
-				   PathTarget *target, CjUpperSpec *spec, double rows)
-{
-	double		input_rows = group_input_rows(root, g);
-	Cost		startup;
-	Cost		remote;
-	Cost		transfer;
-
-	/*
-	 * The nodes scan, join and aggregate at once, the join costed as for the
-	 * join path; only results travel.
-	 */
-	startup = 100.0 + 0.5 * list_length(g->tasks);
-	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
-			  g->rel->rows * cpu_tuple_cost +
-			  g->rel->rows * cpu_operator_cost * list_length(spec->remote_exprs)) /
-		cj_task_node_count(g);
-	transfer = rows * (cpu_tuple_cost + target->width * 0.0001);
-
-	/* paths are never copied: plain pointers, read by cj_plan_custom_path */
-	return new_scan_path(parent, target, rows, startup + remote,
-						 startup + remote + transfer, list_make2(g, spec));
-}
-
-/* ----------------------------------------------------------------
- *		Steps of building a group, for dual_repartition.c
- * ----------------------------------------------------------------
- */
-
-CjBaseRel *
-cj_make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
-{
-	return make_base_rel(root, rel, reasons);
-}
-
-bool
-cj_live_leaves_foreign(CjBaseRel *br, List **reasons)
-{
-	return live_leaves_foreign(br, reasons);
-}
-
-/* the rows all moves of g carry (moved_rows of each moved table) */
-double
-cj_group_moved_rows(PlannerInfo *root, CjJoinGroup *g)
-{
-	double		rows = 0;
-	ListCell   *lc;
-
-	foreach(lc, g->rels)
-		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
-			rows += cj_moved_rows(root, g, lfirst(lc));
-	return rows;
-}
-
-/* ----------------------------------------------------------------
- *		From path to plan: the tasks (their SQL is remote_sql.c's), the
- *		moves and run-time pruning
- * ----------------------------------------------------------------
- */
 
 
 
 void
 cj_planner_init(void)
 {
-	RegisterCustomScanMethods(&cj_scan_methods);
 	prev_join_pathlist_hook = set_join_pathlist_hook;
 	set_join_pathlist_hook = cj_join_pathlist_hook;
 	prev_planner_hook = planner_hook;

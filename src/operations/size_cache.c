@@ -1,0 +1,516 @@
+/*-------------------------------------------------------------------------
+ *
+ * size_cache.c
+ *	  Sizes of foreign partitions nobody ANALYZEd, read from their nodes and
+ *	  cached per backend, so that the planner's estimates (and colojoin's
+ *	  choice of what to move) follow the data without ANALYZE or
+ *	  use_remote_estimate.
+ *
+ *	  For a foreign partition whose pg_class says it was never analyzed
+ *	  (reltuples < 0), get_relation_info_hook sets the relation's pages
+ *	  and tuples from the cache before postgres_fdw estimates its size
+ *	  (postgres_fdw would otherwise assume 10 pages).  A miss, or an entry
+ *	  older than colojoin.remote_size_lifetime, reads the sizes of every
+ *	  leaf of the sharded table at once: one small query per node, on a
+ *	  connection of its own outside any remote transaction, that takes no
+ *	  lock (the node's own count, pg_class.reltuples, when it made one, else
+ *	  its statistics' live rows).  A node that
+ *	  cannot be reached gives no size (the planner's default applies).
+ *	  Statistics in pg_class (ANALYZE, colojoin.refresh_statistics) always
+ *	  win over the cache.
+ *
+ *	  This file estimates; it plans nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <limits.h>
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "miscadmin.h"
+#include "optimizer/plancat.h"
+#include "storage/bufpage.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "metadata/metadata.h"
+#include "operations/size_cache.h"
+#include "remote/connection.h"
+#include "util/extension.h"
+
+/* the connection slot size reads use, apart from every transaction's */
+#define CJ_SIZE_SLOT 999
+
+int			colojoin_remote_size_lifetime = 300000;
+
+typedef struct SizeEntry
+{
+	Oid			leaf;			/* hash key */
+	double		tuples;			/* -1: the node does not know */
+	double		pages;
+	TimestampTz fetched;
+	/* the remote table's columns: name and type, for binary moves */
+	int			ncols;
+	char	  **colnames;
+	Oid		   *coltypes;
+	/* and their distinct values by the node's statistics (0: unknown) */
+	double	   *colndistinct;
+} SizeEntry;
+
+static HTAB *sizes = NULL;
+static MemoryContext sizes_cxt = NULL;	/* the table and its entries' columns */
+static get_relation_info_hook_type prev_relation_info = NULL;
+
+/*
+ * cj_remote_sizes_query: the SQL that reads, on one node, the sizes of the
+ * tables named by parallel lists of schemas and names (literals), one row
+ * per table found: ordinal, reltuples, relpages, pages now.
+ */
+char *
+cj_remote_sizes_query(const char *schemas, const char *names)
+{
+	return psprintf("SELECT s.i, c.reltuples, c.relpages, "
+					"pg_catalog.pg_relation_size(c.oid) / pg_catalog.current_setting('block_size')::pg_catalog.int8 "
+					"FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
+					"pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[])) "
+					"WITH ORDINALITY AS s(nsp, rel, i) "
+					"JOIN pg_catalog.pg_namespace n ON n.nspname = s.nsp "
+					"JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.rel",
+					schemas, names);
+}
+
+/*
+ * cj_remote_size_row: the tuples and pages of a row of that query: the
+ * rows the node counted scaled to the table's size now (as the planner
+ * scales a plain table's), or -1 tuples when it never counted them.
+ */
+void
+cj_remote_size_row(PGresult *res, int row, double *tuples, double *pages)
+{
+	double		t = strtod(PQgetvalue(res, row, 1), NULL);
+	double		p = strtod(PQgetvalue(res, row, 2), NULL);
+	double		now = strtod(PQgetvalue(res, row, 3), NULL);
+
+	if (t >= 0 && p > 0)
+		t = t / p * now;
+	else if (now > 0 || t < 0)
+		t = -1;
+	*tuples = t;
+	*pages = now;
+}
+
+/*
+ * cj_leaves_on_server: the foreign leaves of tables (CjTable *) whose
+ * primary placement is on serverid, each once, and their remote schemas and
+ * names as comma-separated literals, for cj_remote_sizes_query.
+ */
+void
+cj_leaves_on_server(List *tables, Oid serverid, List **leaves,
+					StringInfo schemas, StringInfo names)
+{
+	ListCell   *lt;
+
+	foreach(lt, tables)
+	{
+		CjTable    *t = (CjTable *) lfirst(lt);
+		int			c,
+					l;
+
+		for (c = 0; t != NULL && c < t->nclasses; c++)
+			for (l = 0; l < t->classes[c].nleaves; l++)
+			{
+				CjLeaf	   *leaf = &t->classes[c].leaves[l];
+
+				if (!leaf->is_foreign || leaf->nplacements == 0 ||
+					leaf->placements[0].serverid != serverid ||
+					list_member_oid(*leaves, leaf->relid))
+					continue;
+				*leaves = lappend_oid(*leaves, leaf->relid);
+				appendStringInfo(schemas, "%s%s", schemas->len ? "," : "",
+								 quote_literal_cstr(leaf->placements[0].remote_schema));
+				appendStringInfo(names, "%s%s", names->len ? "," : "",
+								 quote_literal_cstr(leaf->placements[0].remote_table));
+			}
+	}
+}
+
+/* servers, with the servers of t's foreign leaves' primaries added */
+List *
+cj_primary_servers(CjTable *t, List *servers)
+{
+	int			c,
+				l;
+
+	for (c = 0; c < t->nclasses; c++)
+		for (l = 0; l < t->classes[c].nleaves; l++)
+		{
+			CjLeaf	   *leaf = &t->classes[c].leaves[l];
+
+			if (leaf->is_foreign && leaf->nplacements > 0)
+				servers = list_append_unique_oid(servers, leaf->placements[0].serverid);
+		}
+	return servers;
+}
+
+/*
+ * set_columns
+ *		e's remote columns from the node's list: "type:ndistinct:length:name"
+ *		for each (pg_stats' n_distinct, 0 when the node has none; a name may
+ *		hold any character, so it is counted, not delimited).
+ */
+static void
+set_columns(SizeEntry *e, bool found, const char *list)
+{
+	MemoryContext old = MemoryContextSwitchTo(sizes_cxt);
+	const char *p = list;
+	int			n = 0;
+	int			size = 8;
+
+	if (found && e->colnames != NULL)
+	{
+		while (e->ncols > 0)
+			pfree(e->colnames[--e->ncols]);
+		pfree(e->colnames);
+		pfree(e->coltypes);
+		pfree(e->colndistinct);
+	}
+	e->colnames = palloc(sizeof(char *) * size);
+	e->coltypes = palloc(sizeof(Oid) * size);
+	e->colndistinct = palloc(sizeof(double) * size);
+	while (*p)
+	{
+		char	   *end;
+		Oid			typid = (Oid) strtoul(p, &end, 10);
+		double		nd;
+		long		len;
+
+		if (*end != ':')
+			break;
+		nd = strtod(end + 1, &end);
+		if (*end != ':')
+			break;
+		len = strtol(end + 1, &end, 10);
+		if (*end != ':' || len < 0 || (long) strlen(end + 1) < len)
+			break;
+		if (n == size)
+		{
+			size *= 2;
+			e->colnames = repalloc(e->colnames, sizeof(char *) * size);
+			e->coltypes = repalloc(e->coltypes, sizeof(Oid) * size);
+			e->colndistinct = repalloc(e->colndistinct, sizeof(double) * size);
+		}
+		e->coltypes[n] = typid;
+		e->colndistinct[n] = nd;
+		e->colnames[n] = pnstrdup(end + 1, len);
+		n++;
+		p = end + 1 + len;
+	}
+	e->ncols = n;
+	MemoryContextSwitchTo(old);
+}
+
+/* read the sizes of every foreign leaf of t from its primary's node */
+static void
+fetch_sizes(CjTable *t)
+{
+	List	   *servers = NIL;
+	ListCell   *ls;
+	TimestampTz now = GetCurrentTimestamp();
+
+	servers = cj_primary_servers(t, NIL);
+
+	foreach(ls, servers)
+	{
+		Oid			serverid = lfirst_oid(ls);
+		StringInfoData schemas;
+		StringInfoData names;
+		List	   *leaves = NIL;
+		PGconn	   *conn;
+		PGresult   *res;
+		char	   *why = NULL;
+		int			i;
+
+		initStringInfo(&schemas);
+		initStringInfo(&names);
+		cj_leaves_on_server(list_make1(t), serverid, &leaves, &schemas, &names);
+		if (!cj_has_user_mapping(serverid, GetUserId()))
+			continue;
+		conn = cj_conn_open_raw(serverid, GetUserId(), CJ_SIZE_SLOT, &why);
+		if (conn == NULL)
+			continue;			/* down: the planner's default size applies */
+		/*
+		 * Nothing here may wait: no lock (a table someone locked on the node
+		 * is still counted, by its statistics), a bounded time.
+		 */
+		res = PQexec(conn, psprintf("SET statement_timeout = '2s'; "
+									"SELECT s.i, c.reltuples, c.relpages, "
+									"COALESCE(pg_catalog.pg_stat_get_live_tuples(c.oid), -1), "
+									"(SELECT pg_catalog.string_agg(a.atttypid::pg_catalog.text || ':' || "
+									"COALESCE((SELECT st.n_distinct FROM pg_catalog.pg_stats st WHERE st.schemaname = n.nspname "
+									"AND st.tablename = c.relname AND st.attname = a.attname AND NOT st.inherited), 0)::pg_catalog.text || ':' || "
+									"pg_catalog.octet_length(a.attname::pg_catalog.text) || ':' || a.attname, '' ORDER BY a.attnum) "
+									"FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) "
+									"FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
+									"pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[])) "
+									"WITH ORDINALITY AS s(nsp, rel, i) "
+									"JOIN pg_catalog.pg_namespace n ON n.nspname = s.nsp "
+									"JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = s.rel",
+									schemas.data, names.data));
+		if (PQresultStatus(res) == PGRES_TUPLES_OK)
+		{
+			for (i = 0; i < PQntuples(res); i++)
+			{
+				int			idx = atoi(PQgetvalue(res, i, 0)) - 1;
+				Oid			leaf;
+				SizeEntry  *e;
+				bool		found;
+
+				if (idx < 0 || idx >= list_length(leaves))
+					continue;
+				leaf = list_nth_oid(leaves, idx);
+				e = hash_search(sizes, &leaf, HASH_ENTER, &found);
+				/* the node's count when it made one, else its live rows */
+				e->tuples = strtod(PQgetvalue(res, i, 1), NULL);
+				e->pages = strtod(PQgetvalue(res, i, 2), NULL);
+				if (e->tuples < 0)
+					e->tuples = strtod(PQgetvalue(res, i, 3), NULL);
+				e->fetched = now;
+				set_columns(e, found, PQgetvalue(res, i, 4));
+			}
+		}
+		PQclear(res);
+	}
+}
+
+static SizeEntry *leaf_size(Oid leaf, Oid root);
+
+/* the fresh cache entry of leaf, or NULL */
+static SizeEntry *
+fresh_entry(Oid leaf)
+{
+	SizeEntry  *e;
+
+	if (sizes == NULL)
+		return NULL;
+	e = hash_search(sizes, &leaf, HASH_FIND, NULL);
+	if (e != NULL &&
+		!TimestampDifferenceExceeds(e->fetched, GetCurrentTimestamp(),
+									colojoin_remote_size_lifetime))
+		return e;
+	return NULL;
+}
+
+/*
+ * leaf_entry
+ *		The cache entry of leaf, a foreign partition, read from its node with
+ *		its table's other leaves when missing or stale; NULL when unknown.
+ *		A fresh entry costs one hash lookup: a planning of a point lookup
+ *		asks for every unpruned leaf, and the leaf's root (a catalog scan)
+ *		is looked up only to fetch.
+ */
+static SizeEntry *
+leaf_entry(Oid leaf)
+{
+	SizeEntry  *e = fresh_entry(leaf);
+	List	   *ancestors;
+
+	if (e != NULL)
+		return e;
+	if (get_rel_relkind(leaf) != RELKIND_FOREIGN_TABLE ||
+		!get_rel_relispartition(leaf))
+		return NULL;
+	ancestors = get_partition_ancestors(leaf);
+	if (ancestors == NIL)
+		return NULL;
+	return leaf_size(leaf, llast_oid(ancestors));
+}
+
+/* the cached size of leaf (a foreign partition of root), fetched if stale */
+static SizeEntry *
+leaf_size(Oid leaf, Oid root)
+{
+	SizeEntry  *e;
+	CjTable    *t;
+
+	if (sizes == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(SizeEntry);
+		sizes_cxt = AllocSetContextCreate(TopMemoryContext, "colojoin remote sizes",
+										  ALLOCSET_SMALL_SIZES);
+		ctl.hcxt = sizes_cxt;
+		sizes = hash_create("colojoin remote sizes", 256, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	e = hash_search(sizes, &leaf, HASH_FIND, NULL);
+	if (e != NULL &&
+		!TimestampDifferenceExceeds(e->fetched, GetCurrentTimestamp(),
+									colojoin_remote_size_lifetime))
+		return e;
+	t = cj_get_table(root);
+	if (t == NULL)
+		return NULL;
+	fetch_sizes(t);
+	return hash_search(sizes, &leaf, HASH_FIND, NULL);
+}
+
+bool
+cj_leaf_remote_size(Oid leaf, double *tuples, double *pages)
+{
+	SizeEntry  *e;
+
+	if (colojoin_remote_size_lifetime <= 0 || !colojoin_is_active())
+		return false;
+	e = leaf_entry(leaf);
+	if (e == NULL)
+		return false;
+	if (e->tuples < 0)
+		return false;			/* the node knows nothing either */
+	*tuples = e->tuples;
+	*pages = e->pages;
+	if (*pages <= 0 && *tuples > 0)
+	{
+		/* pages the node never counted: from the rows and their width */
+		int32		width = get_relation_data_width(leaf, NULL);
+		double		per_page = (BLCKSZ - SizeOfPageHeaderData) /
+			(double) (MAXALIGN(SizeofHeapTupleHeader) + width + sizeof(ItemIdData));
+
+		*pages = ceil(*tuples / Max(per_page, 1));
+	}
+	return true;
+}
+
+/* the index of column colname in leaf's cache entry, -1 when unknown */
+static int
+remote_column(Oid leaf, const char *colname, SizeEntry **entry)
+{
+	SizeEntry  *e;
+	int			i;
+
+	if (colojoin_remote_size_lifetime <= 0)
+		return -1;
+	e = leaf_entry(leaf);
+	if (e == NULL)
+		return -1;
+	for (i = 0; i < e->ncols; i++)
+		if (strcmp(e->colnames[i], colname) == 0)
+		{
+			*entry = e;
+			return i;
+		}
+	return -1;
+}
+
+/*
+ * cj_leaf_remote_type
+ *		The type of column colname of leaf's remote table (its primary), as
+ *		its node last said; false when that is not known.
+ */
+bool
+cj_leaf_remote_type(Oid leaf, const char *colname, Oid *typid)
+{
+	SizeEntry  *e;
+	int			i = remote_column(leaf, colname, &e);
+
+	if (i < 0)
+		return false;
+	*typid = e->coltypes[i];
+	return true;
+}
+
+/*
+ * cj_leaf_remote_ndistinct
+ *		The distinct values of column colname of leaf's remote table by its
+ *		node's statistics (a fraction of the rows there made a count);
+ *		false when the node has none.
+ */
+bool
+cj_leaf_remote_ndistinct(Oid leaf, const char *colname, double *ndistinct)
+{
+	SizeEntry  *e;
+	int			i = remote_column(leaf, colname, &e);
+	double		nd;
+
+	if (i < 0)
+		return false;
+	nd = e->colndistinct[i];
+	if (nd < 0 && e->tuples >= 0)
+		nd = -nd * e->tuples;
+	if (nd <= 0)
+		return false;
+	*ndistinct = nd;
+	return true;
+}
+
+/* pg_class.reltuples of relid: -1 when never counted */
+float4
+cj_rel_reltuples(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	float4		result = -1;
+
+	if (HeapTupleIsValid(tup))
+	{
+		result = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+		ReleaseSysCache(tup);
+	}
+	return result;
+}
+
+void
+cj_size_cache_forget(void)
+{
+	if (sizes != NULL)
+	{
+		MemoryContextDelete(sizes_cxt);
+		sizes_cxt = NULL;
+		sizes = NULL;
+	}
+}
+
+static void
+cj_relation_info(PlannerInfo *root, Oid relationObjectId, bool inhparent,
+				 RelOptInfo *rel)
+{
+	double		tuples;
+	double		pages;
+
+	if (prev_relation_info)
+		prev_relation_info(root, relationObjectId, inhparent, rel);
+
+	/* never analyzed (a foreign table's pg_class says -1): ask the node */
+	if (rel->reloptkind != RELOPT_OTHER_MEMBER_REL || rel->tuples >= 0)
+		return;
+	if (cj_leaf_remote_size(relationObjectId, &tuples, &pages))
+	{
+		rel->pages = (BlockNumber) Min(pages, (double) MaxBlockNumber);
+		rel->tuples = tuples;
+	}
+}
+
+void
+cj_size_cache_init(void)
+{
+	DefineCustomIntVariable("colojoin.remote_size_lifetime",
+							"How long a backend keeps the sizes it read from the nodes for foreign partitions nobody analyzed.",
+							"0 turns the reading off: such partitions get the planner's default size.",
+							&colojoin_remote_size_lifetime,
+							300000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	prev_relation_info = get_relation_info_hook;
+	get_relation_info_hook = cj_relation_info;
+}

@@ -1,0 +1,896 @@
+/*-------------------------------------------------------------------------
+ *
+ * lateral.c
+ *	  LATERAL subqueries run inside the tasks of a colocated group.  A
+ *	  subquery that PostgreSQL keeps as a subquery (LIMIT, aggregates,
+ *	  DISTINCT, ORDER BY), reads only sharded tables and equates each of
+ *	  their partition keys with the key of a table of the group (directly
+ *	  or through another of its tables) sees, for any row of the group,
+ *	  only rows of that row's own partition class; reference tables it
+ *	  reads whole, from their copy on the task's node.  So every task can
+ *	  evaluate it for its rows over the leaves of its class, and the whole
+ *	  join is one CustomScan instead of a coordinator nested loop with a
+ *	  round trip per outer row.
+ *
+ *	  Owns: recognising such subqueries (cj_try_lateral_join, called from
+ *	  planner.c's join hook), the leaf of the join tree that stands for
+ *	  one (CjJoinTree.lateral), the nodes its partitions need, and its SQL
+ *	  (the subquery written again with its tables renamed to the class's
+ *	  leaves).  Everything it cannot write exactly is declined, leaving
+ *	  PostgreSQL's plan.
+ *
+ *	  Does not: plan the group around it (planner.c), write the rest of a
+ *	  task (remote_sql.c) or expressions (deparse.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_class.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/tlist.h"
+#include "parser/parsetree.h"
+#include "rewrite/rewriteManip.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "plan/planner_internal.h"
+
+/* one sharded table the subquery reads */
+typedef struct CjLateralTable
+{
+	Index		rti;			/* in the subquery's range table */
+	CjBaseRel  *rel;			/* the table with every leaf live */
+	Index		anchor;			/* the group's table whose class it follows */
+	int		   *classes;		/* per class of the anchor's table: the
+								 * class of this table holding the same
+								 * keys, or -1 */
+	bool		whole;			/* a reference table: its one class, whole,
+								 * in every task (no anchor) */
+} CjLateralTable;
+
+struct CjLateral
+{
+	Index		rtindex;		/* the subquery in the query's range table */
+	char	   *alias;
+	Query	   *query;			/* a copy whose Vars are all of level 0:
+								 * its own tables' varnos shifted by offset,
+								 * the query's own varnos as they are */
+	Index		offset;
+	List	   *tables;			/* CjLateralTable * */
+	List	   *quals;			/* conditions on its rows (Expr over its
+								 * output columns) */
+	char	   *keys_text;		/* for EXPLAIN: its key equalities */
+	char	   *refs_text;		/* and its reference tables */
+};
+
+/* naming inside the subquery: its tables, else the task's own names */
+typedef struct CjLateralNaming
+{
+	CjLateral  *lat;
+	CjVarNameFunc outer;
+	void	   *outer_arg;
+} CjLateralNaming;
+
+bool
+cj_is_lateral_rel(RelOptInfo *rel)
+{
+	return rel->reloptkind == RELOPT_BASEREL && rel->rtekind == RTE_SUBQUERY &&
+		!bms_is_empty(rel->lateral_relids);
+}
+
+/* the top-level conjuncts of a condition, nested ANDs flattened */
+static List *
+conjuncts(Node *node, List *result)
+{
+	if (node == NULL)
+		return result;
+	if (is_andclause(node))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((BoolExpr *) node)->args)
+			result = conjuncts(lfirst(lc), result);
+		return result;
+	}
+	if (IsA(node, List))
+	{
+		ListCell   *lc;
+
+		foreach(lc, (List *) node)
+			result = conjuncts(lfirst(lc), result);
+		return result;
+	}
+	return lappend(result, node);
+}
+
+/* whether some condition of the query's join tree reads only relation rti */
+static bool
+jointree_restricts(PlannerInfo *root, Node *jtnode, Index rti)
+{
+	List	   *quals = NIL;
+	ListCell   *lc;
+
+	if (jtnode == NULL)
+		return false;
+	if (IsA(jtnode, FromExpr))
+	{
+		FromExpr   *f = (FromExpr *) jtnode;
+
+		foreach(lc, f->fromlist)
+			if (jointree_restricts(root, lfirst(lc), rti))
+				return true;
+		quals = conjuncts(f->quals, NIL);
+	}
+	else if (IsA(jtnode, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) jtnode;
+
+		if (jointree_restricts(root, j->larg, rti) ||
+			jointree_restricts(root, j->rarg, rti))
+			return true;
+		quals = conjuncts(j->quals, NIL);
+	}
+	foreach(lc, quals)
+	{
+		Relids		varnos = pull_varnos(root, lfirst(lc));
+
+		if (bms_membership(varnos) == BMS_SINGLETON && bms_is_member(rti, varnos))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * may_have_lost_quals
+ *		PostgreSQL pushes the conditions of a subquery without LIMIT into
+ *		its own planning copy and drops them from the relation: they are
+ *		then nowhere we could read them.  True when that may have happened:
+ *		the query has a condition on rel alone, or an equivalence class
+ *		fixes one of its columns (to a constant or another of its columns).
+ */
+static bool
+may_have_lost_quals(PlannerInfo *root, RelOptInfo *rel, Query *sq)
+{
+	ListCell   *lc;
+
+	if (sq->limitCount != NULL || sq->limitOffset != NULL)
+		return false;			/* PostgreSQL pushes nothing into it */
+	if (rel->baserestrictinfo != NIL)
+		return true;
+	foreach(lc, root->eq_classes)
+	{
+		EquivalenceClass *ec = lfirst(lc);
+		ListCell   *lm;
+		int			own = 0;
+
+		foreach(lm, ec->ec_members)
+		{
+			EquivalenceMember *em = lfirst(lm);
+
+			if (bms_is_subset(em->em_relids, rel->relids) &&
+				!bms_is_empty(em->em_relids))
+				own++;
+		}
+		if (own > 0 && (ec->ec_has_const || own > 1))
+			return true;
+	}
+	return jointree_restricts(root, (Node *) root->parse->jointree, rel->relid);
+}
+
+/* a column of the subquery's table rti, as its copy names it */
+static Var *
+table_key_var(CjLateral *lat, CjLateralTable *lt, int p)
+{
+	CjTable    *t = lt->rel->table;
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
+
+	get_atttypetypmodcoll(lt->rel->relid, t->partattrs[p], &typid, &typmod, &collid);
+	return makeVar(lat->offset + lt->rti, t->partattrs[p], typid, typmod, collid, 0);
+}
+
+/* every key column of lt equated with the same one of br, by quals */
+static bool
+keys_equated_with(CjLateral *lat, CjLateralTable *lt, List *quals,
+				  Node *(*other_key) (void *, int), void *other)
+{
+	int			p;
+
+	for (p = 0; p < lt->rel->table->partnatts; p++)
+		if (!cj_clause_equates(quals, (Node *) table_key_var(lat, lt, p),
+							   other_key(other, p),
+							   lt->rel->table->partopfamily[p], false))
+			return false;
+	return true;
+}
+
+static Node *
+group_key(void *br, int p)
+{
+	return (Node *) cj_key_var((CjBaseRel *) br, p);
+}
+
+typedef struct
+{
+	CjLateral  *lat;
+	CjLateralTable *lt;
+} SubqueryKeyArg;
+
+static Node *
+subquery_key(void *arg, int p)
+{
+	SubqueryKeyArg *a = arg;
+
+	return (Node *) table_key_var(a->lat, a->lt, p);
+}
+
+/* whether every key column of t is a column */
+static bool
+column_keys(CjTable *t)
+{
+	int			p;
+
+	for (p = 0; p < t->partnatts; p++)
+		if (t->partattrs[p] == 0)
+			return false;
+	return true;
+}
+
+/*
+ * anchor_table
+ *		lt follows the class of anchor (a table of the group): map each class
+ *		of anchor's table to the class of lt's with the same keys.  false
+ *		when their bounds do not line up one to one.
+ */
+static bool
+anchor_table(CjLateralTable *lt, CjBaseRel *anchor, List **reasons)
+{
+	CjClassSpace *space;
+	int			c;
+
+	space = cj_build_class_space(list_make2(anchor->table, lt->rel->table), reasons);
+	if (space == NULL)
+		return false;
+	lt->anchor = anchor->rtindex;
+	lt->classes = palloc(sizeof(int) * Max(anchor->table->nclasses, 1));
+	for (c = 0; c < anchor->table->nclasses; c++)
+		lt->classes[c] = -1;
+	for (c = 0; c < space->nclasses; c++)
+		if (CJ_MEMBER(space, c, 0) >= 0)
+			lt->classes[CJ_MEMBER(space, c, 0)] = CJ_MEMBER(space, c, 1);
+	return true;
+}
+
+/* "l.l_orderkey = o.o_orderkey" appended to what EXPLAIN says of lat */
+static void
+describe_equality(CjLateral *lat, CjBaseRel *a, CjBaseRel *b)
+{
+	int			p;
+
+	for (p = 0; p < a->table->partnatts; p++)
+		lat->keys_text = psprintf("%s%s%s = %s", lat->keys_text,
+								  *lat->keys_text ? ", " : "",
+								  cj_key_name(a, p), cj_key_name(b, p));
+}
+
+/*
+ * correlate
+ *		Give every table of the subquery its anchor: a table of the group
+ *		read in place (not moved, not a reference table) whose partition
+ *		key its own is equated with in the subquery's WHERE, or whose key a
+ *		table anchored already is equated with.
+ */
+static bool
+correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
+{
+	bool		progress = true;
+	ListCell   *lc;
+
+	while (progress)
+	{
+		progress = false;
+		foreach(lc, lat->tables)
+		{
+			CjLateralTable *lt = lfirst(lc);
+			ListCell   *lo;
+
+			if (lt->classes != NULL || lt->whole)
+				continue;
+			foreach(lo, og->rels)
+			{
+				CjBaseRel  *br = lfirst(lo);
+				List	   *ignored = NIL;
+
+				if (br->move != CJ_MOVE_NONE || br->table == NULL ||
+					br->reference_capable || !column_keys(br->table) ||
+					!cj_schemes_compatible(br->table, lt->rel->table, &ignored) ||
+					!keys_equated_with(lat, lt, quals, group_key, br))
+					continue;
+				if (!anchor_table(lt, br, reasons))
+					return false;
+				describe_equality(lat, lt->rel, br);
+				progress = true;
+				break;
+			}
+			if (lt->classes != NULL)
+				continue;
+			foreach(lo, lat->tables)
+			{
+				CjLateralTable *other = lfirst(lo);
+				SubqueryKeyArg arg = {lat, other};
+				List	   *ignored = NIL;
+				ListCell   *lg;
+
+				if (other == lt || other->classes == NULL || other->whole ||
+					!cj_schemes_compatible(other->rel->table, lt->rel->table, &ignored) ||
+					!keys_equated_with(lat, lt, quals, subquery_key, &arg))
+					continue;
+				foreach(lg, og->rels)
+					if (((CjBaseRel *) lfirst(lg))->rtindex == other->anchor &&
+						!anchor_table(lt, lfirst(lg), reasons))
+						return false;
+				if (lt->classes == NULL)
+					continue;
+				describe_equality(lat, lt->rel, other->rel);
+				progress = true;
+				break;
+			}
+		}
+	}
+	foreach(lc, lat->tables)
+	{
+		CjLateralTable *lt = lfirst(lc);
+
+		if (lt->classes == NULL && !lt->whole)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("LATERAL subquery %s does not equate the partition key of %s with the key of a table it is joined to",
+										lat->alias, lt->rel->alias));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* sort and grouping clauses the nodes apply alike: the types' defaults */
+static bool
+clauses_default(List *clauses, List *tlist, bool sort)
+{
+	ListCell   *lc;
+
+	foreach(lc, clauses)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		Oid			type = exprType(get_sortgroupclause_expr(sgc, tlist));
+		TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_EQ_OPR |
+											   TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
+
+		if (sgc->eqop != tc->eq_opr)
+			return false;
+		if (sort && sgc->sortop != tc->lt_opr && sgc->sortop != tc->gt_opr)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * make_lateral
+ *		The leaf for subquery relation rel joined to og, or NULL with a
+ *		reason.
+ */
+static CjLateral *
+make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
+			 RelOptInfo *rel, List **reasons)
+{
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	Query	   *sq = rte->subquery;
+	CjLateral  *lat;
+	Query	   *q;
+	List	   *exprs = NIL;
+	ListCell   *lc;
+	Oid			user = ((CjBaseRel *) linitial(og->rels))->checkasuser;
+	char	   *why = NULL;
+
+	if (sq == NULL || sq->commandType != CMD_SELECT || sq->utilityStmt != NULL)
+		return NULL;
+	if (sq->setOperations != NULL || sq->cteList != NIL || sq->hasSubLinks ||
+		sq->hasWindowFuncs || sq->hasTargetSRFs || sq->rowMarks != NIL ||
+		sq->hasForUpdate || sq->groupingSets != NIL || sq->groupDistinct ||
+		sq->hasDistinctOn || sq->hasRecursive || sq->hasModifyingCTE)
+		why = "uses a construct colojoin does not write in a task";
+	else if (list_length(sq->rtable) != list_length(sq->jointree->fromlist))
+		why = "does not read only tables";
+	else if (IS_DUMMY_REL(rel))
+		why = "returns no rows";
+	else if (may_have_lost_quals(root, rel, sq))
+		why = "has conditions PostgreSQL moved into it";
+	else if (!clauses_default(sq->sortClause, sq->targetList, true) ||
+			 !clauses_default(sq->groupClause, sq->targetList, false) ||
+			 !clauses_default(sq->distinctClause, sq->targetList, false))
+		why = "sorts or groups other than by the types' default order";
+	if (why != NULL)
+	{
+		*reasons = lappend(*reasons, psprintf("LATERAL subquery %s %s",
+											  rte->eref->aliasname, why));
+		return NULL;
+	}
+
+	lat = palloc0(sizeof(CjLateral));
+	lat->rtindex = rel->relid;
+	lat->alias = rte->eref->aliasname;
+	lat->offset = list_length(root->parse->rtable);
+	lat->keys_text = "";
+	lat->refs_text = "";
+	q = copyObject(sq);
+	OffsetVarNodes((Node *) q, lat->offset, 0);
+	IncrementVarSublevelsUp((Node *) q, -1, 1);
+
+	/*
+	 * The expressions as the planner sees its own (COLLATE as relabelling,
+	 * default arguments filled in, constants folded, ANDs flat), which is
+	 * what deparse.c knows how to judge and write.
+	 */
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		tle->expr = (Expr *) eval_const_expressions(root, (Node *) tle->expr);
+	}
+	q->jointree->quals = eval_const_expressions(root, q->jointree->quals);
+	q->havingQual = eval_const_expressions(root, q->havingQual);
+	q->limitCount = eval_const_expressions(root, q->limitCount);
+	q->limitOffset = eval_const_expressions(root, q->limitOffset);
+	lat->query = q;
+
+	/* its FROM list: sharded tables, read whole, as the group's user */
+	foreach(lc, q->jointree->fromlist)
+	{
+		RangeTblRef *ref = (RangeTblRef *) lfirst(lc);
+		RangeTblEntry *trte;
+		CjTable    *table;
+		CjLateralTable *lt;
+		int			k;
+
+		if (!IsA(ref, RangeTblRef))
+			return NULL;
+		trte = rt_fetch(ref->rtindex - lat->offset, q->rtable);
+		table = (trte->rtekind == RTE_RELATION &&
+				 trte->relkind == RELKIND_PARTITIONED_TABLE && trte->inh &&
+				 trte->tablesample == NULL && trte->securityQuals == NIL) ?
+			cj_get_table(trte->relid) : NULL;
+		if (table == NULL || table->nclasses == 0 || !table->all_foreign ||
+			!(column_keys(table) || cj_is_reference_table(table)) ||
+			trte->checkAsUser != user)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("LATERAL subquery %s reads %s, which is not a sharded table it can read in the tasks",
+										lat->alias, trte->eref->aliasname));
+			return NULL;
+		}
+		lt = palloc0(sizeof(CjLateralTable));
+		lt->rti = ref->rtindex - lat->offset;
+		/* every copy of a reference table holds all its rows */
+		lt->whole = cj_is_reference_table(table);
+		if (lt->whole)
+			lat->refs_text = psprintf("%s%s%s", lat->refs_text,
+									  *lat->refs_text ? ", " : "",
+									  trte->eref->aliasname);
+		lt->rel = palloc0(sizeof(CjBaseRel));
+		lt->rel->rtindex = ref->rtindex;
+		lt->rel->relid = trte->relid;
+		lt->rel->table = table;
+		lt->rel->alias = trte->eref->aliasname;
+		lt->rel->class_live = palloc(sizeof(bool) * table->nclasses);
+		lt->rel->leaf_live = palloc(sizeof(bool *) * table->nclasses);
+		for (k = 0; k < table->nclasses; k++)
+		{
+			lt->rel->class_live[k] = true;
+			lt->rel->leaf_live[k] = palloc(sizeof(bool) * Max(table->classes[k].nleaves, 1));
+			memset(lt->rel->leaf_live[k], true,
+				   sizeof(bool) * Max(table->classes[k].nleaves, 1));
+		}
+		lat->tables = lappend(lat->tables, lt);
+	}
+
+	/* everything it computes, the nodes compute alike */
+	foreach(lc, q->targetList)
+		exprs = lappend(exprs, lfirst_node(TargetEntry, lc)->expr);
+	exprs = lappend(exprs, q->jointree->quals);
+	exprs = lappend(exprs, q->havingQual);
+	exprs = lappend(exprs, q->limitCount);
+	exprs = lappend(exprs, q->limitOffset);
+	foreach(lc, exprs)
+	{
+		Node	   *e = lfirst(lc);
+		ListCell   *lv;
+
+		if (e != NULL && !cj_is_shippable(root, (Expr *) e, NULL))
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("LATERAL subquery %s computes something the nodes cannot",
+										lat->alias));
+			return NULL;
+		}
+		/* the query's columns it reads are the group's */
+		foreach(lv, pull_var_clause(e, PVC_RECURSE_AGGREGATES | PVC_RECURSE_PLACEHOLDERS))
+		{
+			Var		   *v = lfirst(lv);
+
+			if (IsA(v, Var) && v->varno <= lat->offset &&
+				!bms_is_member(v->varno, outerrel->relids))
+				return NULL;
+		}
+	}
+
+	/* PostgreSQL's conditions on its rows: nothing was pushed into it */
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (rinfo->pseudoconstant || !cj_is_shippable(root, rinfo->clause, NULL))
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("a condition on LATERAL subquery %s cannot run on the nodes",
+										lat->alias));
+			return NULL;
+		}
+		lat->quals = lappend(lat->quals, rinfo->clause);
+	}
+
+	if (!correlate(lat, og, conjuncts(q->jointree->quals, NIL), reasons))
+		return NULL;
+	return lat;
+}
+
+/*
+ * cj_try_lateral_join
+ *		See planner_internal.h: the group of a join of a group (outer) and
+ *		a LATERAL subquery (inner, of an inner or left join), or NULL.
+ */
+CjJoinGroup *
+cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
+					RelOptInfo *outerrel, RelOptInfo *innerrel,
+					JoinType jointype, JoinPathExtraData *extra,
+					List **reasons)
+{
+	CjJoinGroup *og;
+	CjJoinGroup *g;
+	CjLateral  *lat;
+	CjJoinTree *leaf;
+	CjJoinTree *t;
+	List	   *joinquals = NIL;
+	List	   *otherquals = NIL;
+
+	if (cj_is_lateral_rel(outerrel) &&
+		(jointype == JOIN_INNER || jointype == JOIN_RIGHT))
+	{
+		RelOptInfo *tmp = outerrel;
+
+		outerrel = innerrel;
+		innerrel = tmp;
+		jointype = (jointype == JOIN_RIGHT) ? JOIN_LEFT : JOIN_INNER;
+	}
+	if ((jointype != JOIN_INNER && jointype != JOIN_LEFT) ||
+		!cj_is_lateral_rel(innerrel) || cj_is_lateral_rel(outerrel))
+		return NULL;
+	if (!bms_is_subset(innerrel->lateral_relids, outerrel->relids))
+	{
+		*reasons = lappend(*reasons,
+						   psprintf("LATERAL subquery %s reads relations outside the join",
+									planner_rt_fetch(innerrel->relid, root)->eref->aliasname));
+		return NULL;
+	}
+	og = cj_group_for_rel(root, outerrel, reasons);
+	if (og == NULL)
+		return NULL;
+	lat = make_lateral(root, og, outerrel, innerrel, reasons);
+	if (lat == NULL)
+		return NULL;
+	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals,
+							   &otherquals, reasons))
+		return NULL;
+
+	leaf = palloc0(sizeof(CjJoinTree));
+	leaf->lateral = lat;
+	t = palloc0(sizeof(CjJoinTree));
+	t->jointype = jointype;
+	t->outer = og->tree;
+	t->inner = leaf;
+	t->joinquals = joinquals;
+	t->otherquals = otherquals;
+
+	g = palloc0(sizeof(CjJoinGroup));
+	g->rel = joinrel;
+	g->rels = cj_copy_rels(og->rels);
+	g->tree = t;
+	if (!cj_finish_group(root, g, reasons) ||
+		!cj_check_target(g, joinrel, reasons))
+		return NULL;
+	g->move_text = og->move_text;
+	return g;
+}
+
+bool
+cj_tree_has_lateral(CjJoinTree *t)
+{
+	if (t->lateral)
+		return true;
+	if (t->is_base)
+		return false;
+	return cj_tree_has_lateral(t->outer) || cj_tree_has_lateral(t->inner);
+}
+
+/* the laterals of a tree, in the order they are written */
+static List *
+tree_laterals(CjJoinTree *t, List *result)
+{
+	if (t == NULL)
+		return result;
+	if (t->lateral)
+		return lappend(result, t->lateral);
+	if (t->is_base)
+		return result;
+	return tree_laterals(t->inner, tree_laterals(t->outer, result));
+}
+
+/* the class of lt's table that class c of g's space reads, or -1 */
+static int
+table_class(CjJoinGroup *g, CjLateralTable *lt, int c)
+{
+	ListCell   *lc;
+
+	if (lt->whole)
+		return 0;
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+		int			m;
+
+		if (br->rtindex != lt->anchor)
+			continue;
+		if (br->move != CJ_MOVE_NONE || br->space_index < 0)
+			elog(ERROR, "colojoin: the table LATERAL subquery follows is not read in place");
+		m = CJ_MEMBER(g->space, c, br->space_index);
+		return m >= 0 ? lt->classes[m] : -1;
+	}
+	elog(ERROR, "colojoin: the table a LATERAL subquery follows is not in its group");
+	return -1;					/* keep compiler quiet */
+}
+
+List *
+cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes)
+{
+	ListCell   *lc;
+
+	foreach(lc, tree_laterals(g->tree, NIL))
+	{
+		CjLateral  *lat = lfirst(lc);
+		ListCell   *lt;
+
+		foreach(lt, lat->tables)
+		{
+			CjLateralTable *t = lfirst(lt);
+			int			m = table_class(g, t, c);
+
+			if (m >= 0)
+				nodes = cj_intersect_nodes(nodes,
+										   cj_common_nodes(&t->rel->table->classes[m], NULL));
+		}
+	}
+	return nodes;
+}
+
+void
+cj_lateral_describe(CjJoinTree *t, StringInfo buf)
+{
+	ListCell   *lc;
+
+	foreach(lc, tree_laterals(t, NIL))
+	{
+		CjLateral  *lat = lfirst(lc);
+
+		appendStringInfo(buf, ", with LATERAL %s", lat->alias);
+		if (*lat->keys_text)
+			appendStringInfo(buf, " on %s", lat->keys_text);
+		if (*lat->refs_text)
+			appendStringInfo(buf, "%s reading reference table %s",
+							 *lat->keys_text ? "," : "", lat->refs_text);
+	}
+}
+
+const char *
+cj_lateral_var_name(CjJoinTree *t, Var *var)
+{
+	ListCell   *lc;
+
+	foreach(lc, tree_laterals(t, NIL))
+		if (((CjLateral *) lfirst(lc))->rtindex == var->varno)
+			return psprintf("r%u.c%d", var->varno, (int) var->varattno);
+	return NULL;
+}
+
+static const char *
+lateral_var_name(Var *var, void *arg)
+{
+	CjLateralNaming *n = arg;
+	CjLateral  *lat = n->lat;
+
+	if (var->varno > lat->offset)
+	{
+		RangeTblEntry *rte = rt_fetch(var->varno - lat->offset, lat->query->rtable);
+
+		if (var->varattno <= 0 || var->varlevelsup != 0)
+			return NULL;
+		return psprintf("s%u_%u.%s", lat->rtindex, var->varno - lat->offset,
+						cj_quote_ident(get_attname(rte->relid, var->varattno, false)));
+	}
+	return n->outer(var, n->outer_arg);
+}
+
+/* sort or grouping items: output positions, else the expressions */
+static void
+append_clause_items(StringInfo buf, List *clauses, List *tlist, bool sort,
+					CjSqlContext *sc)
+{
+	ListCell   *lc;
+
+	foreach(lc, clauses)
+	{
+		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
+		TargetEntry *tle = get_sortgroupclause_tle(sgc, tlist);
+
+		if (lc != list_head(clauses))
+			appendStringInfoString(buf, ", ");
+		if (!tle->resjunk)
+			appendStringInfo(buf, "%d", (int) tle->resno);
+		else
+			cj_deparse_expr(buf, tle->expr, &sc->dctx);
+		if (sort)
+		{
+			TypeCacheEntry *tc = lookup_type_cache(exprType((Node *) tle->expr),
+												   TYPECACHE_LT_OPR);
+
+			appendStringInfo(buf, "%s%s",
+							 sgc->sortop == tc->lt_opr ? " ASC" : " DESC",
+							 sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST");
+		}
+	}
+}
+
+/* the subquery for the task being written */
+static void
+append_subquery(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
+{
+	Query	   *q = lat->query;
+	ListCell   *lc;
+	bool		first = true;
+
+	appendStringInfoString(buf, "SELECT ");
+	if (q->distinctClause != NIL)
+		appendStringInfoString(buf, "DISTINCT ");
+	foreach(lc, q->targetList)
+	{
+		TargetEntry *tle = lfirst_node(TargetEntry, lc);
+
+		/* PostgreSQL puts the hidden sort and group items last */
+		if (tle->resjunk)
+			continue;
+		if (!first)
+			appendStringInfoString(buf, ", ");
+		cj_deparse_expr(buf, tle->expr, &sc->dctx);
+		appendStringInfo(buf, " AS c%d", (int) tle->resno);
+		first = false;
+	}
+	if (first)
+		appendStringInfoString(buf, "NULL");
+	appendStringInfoString(buf, " FROM ");
+	foreach(lc, lat->tables)
+	{
+		CjLateralTable *lt = lfirst(lc);
+
+		if (lc != list_head(lat->tables))
+			appendStringInfoString(buf, ", ");
+		cj_append_class_from(buf, lt->rel, table_class(sc->g, lt, sc->cls),
+							 sc->serverid);
+		appendStringInfo(buf, " s%u_%u", lat->rtindex, lt->rti);
+	}
+	if (q->jointree->quals)
+	{
+		appendStringInfoString(buf, " WHERE ");
+		cj_deparse_expr(buf, (Expr *) q->jointree->quals, &sc->dctx);
+	}
+	if (q->groupClause)
+	{
+		appendStringInfoString(buf, " GROUP BY ");
+		append_clause_items(buf, q->groupClause, q->targetList, false, sc);
+	}
+	if (q->havingQual)
+	{
+		appendStringInfoString(buf, " HAVING ");
+		cj_deparse_expr(buf, (Expr *) q->havingQual, &sc->dctx);
+	}
+	if (q->sortClause)
+	{
+		appendStringInfoString(buf, " ORDER BY ");
+		append_clause_items(buf, q->sortClause, q->targetList, true, sc);
+	}
+	if (q->limitOffset)
+	{
+		/* parenthesised: after OFFSET and FETCH FIRST only a plain value may stand */
+		appendStringInfoString(buf, " OFFSET (");
+		cj_deparse_expr(buf, (Expr *) q->limitOffset, &sc->dctx);
+		appendStringInfoString(buf, ") ROWS");
+	}
+	if (q->limitCount)
+	{
+		appendStringInfoString(buf, " FETCH FIRST (");
+		cj_deparse_expr(buf, (Expr *) q->limitCount, &sc->dctx);
+		appendStringInfoString(buf, q->limitOption == LIMIT_OPTION_WITH_TIES ?
+							   ") ROWS WITH TIES" : ") ROWS ONLY");
+	}
+}
+
+/*
+ * cj_append_lateral
+ *		The FROM item of a LATERAL subquery in one task: the subquery over
+ *		the class's partitions of its tables, then PostgreSQL's conditions
+ *		on its rows, under the name r<rtindex> with columns c<n>.
+ */
+void
+cj_append_lateral(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
+{
+	CjLateralNaming naming;
+
+	naming.lat = lat;
+	naming.outer = sc->dctx.var_name;
+	naming.outer_arg = sc->dctx.var_arg;
+	sc->dctx.var_name = lateral_var_name;
+	sc->dctx.var_arg = &naming;
+
+	appendStringInfoString(buf, "LATERAL (");
+	if (lat->quals != NIL)
+		appendStringInfoString(buf, "SELECT * FROM (");
+	append_subquery(buf, lat, sc);
+	sc->dctx.var_name = naming.outer;
+	sc->dctx.var_arg = naming.outer_arg;
+	if (lat->quals != NIL)
+	{
+		ListCell   *lc;
+
+		appendStringInfo(buf, ") r%u WHERE ", lat->rtindex);
+		foreach(lc, lat->quals)
+		{
+			if (lc != list_head(lat->quals))
+				appendStringInfoString(buf, " AND ");
+			cj_deparse_expr(buf, (Expr *) lfirst(lc), &sc->dctx);
+		}
+	}
+	appendStringInfo(buf, ") r%u", lat->rtindex);
+}
+
+/*
+ * cj_lateral_plan_rtes
+ *		The plan has no SubqueryScan for a subquery a task runs, so
+ *		PostgreSQL would not list its tables in the plan's range table: no
+ *		permission check, no lock, no invalidation when they change.  A
+ *		subquery relation without a planned subquery has its tables listed
+ *		from its RTE (setrefs.c, the way of subqueries never planned), which
+ *		is what this one now is.
+ */
+void
+cj_lateral_plan_rtes(PlannerInfo *root, CjJoinTree *t)
+{
+	ListCell   *lc;
+
+	foreach(lc, tree_laterals(t, NIL))
+	{
+		CjLateral  *lat = lfirst(lc);
+
+		root->simple_rel_array[lat->rtindex]->subroot = NULL;
+	}
+}

@@ -1,0 +1,21 @@
+/*-------------------------------------------------------------------------
+ *
+ * fdw_writes.h
+ *	  Whether this transaction wrote to shards through postgres_fdw
+ *	  (fdw_writes.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_FDW_WRITES_H
+#define COLOJOIN_FDW_WRITES_H
+
+/*
+ * cj_xact_wrote_to_shards: a statement of this transaction wrote to a
+ * foreign or partitioned table through PostgreSQL's executor (not through
+ * colojoin's write path), COPY FROM or TRUNCATE.
+ */
+extern bool cj_xact_wrote_to_shards(void);
+
+extern void cj_fdw_writes_init(void);
+
+#endif							/* COLOJOIN_FDW_WRITES_H */
