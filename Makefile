@@ -14,6 +14,7 @@ OBJS = \
 	src/util/options.o \
 	src/util/settings.o \
 	src/deparse/deparse.o \
+	src/deparse/shippable.o \
 	src/metadata/colocation.o \
 	src/metadata/metadata.o \
 	src/metadata/node_identity.o \
@@ -44,13 +45,15 @@ OBJS = \
 	src/plan/pre_aggregate.o \
 	src/plan/remote_sql.o \
 	src/plan/repartition_key.o \
-	src/plan/shippable.o \
+	src/plan/qual_placement.o \
 	src/plan/upper.o \
 	src/plan/windows.o \
 	src/exec/executor.o \
 	src/exec/explain.o \
+	src/exec/failover.o \
 	src/exec/local_source.o \
 	src/exec/move_streams.o \
+	src/exec/write_turns.o \
 	src/write/conflict_arbiter.o \
 	src/write/copy_from.o \
 	src/write/insert_route.o \

@@ -11,11 +11,9 @@
  *	  It carries out the plan it was given and never re-decides it.  The
  *	  remote transactions, cancellation on abort and error reporting with
  *	  the node's name are connection.c's; EXPLAIN output is explain.c's.
- *	  It also notices writes to shards, after which a colocated join could
- *	  not see this transaction's own changes, and, once colojoin wrote on a
- *	  node, has the scans and writes of a statement take turns on its one
- *	  writing connection (claim_connection, yield_connection,
- *	  yield_for_write).
+ *	  Failover of tasks whose node is down is failover.c's; the turns
+ *	  scans and writes take on a written node's one connection are
+ *	  write_turns.c's.
  *
  *-------------------------------------------------------------------------
  */
@@ -53,9 +51,6 @@ static TupleTableSlot *cj_exec_scan(CustomScanState *node);
 static void cj_end_scan(CustomScanState *node);
 static void cj_rescan(CustomScanState *node);
 static void release_on_reset(void *arg);
-static void claim_connection(CjScanState *st, CjWorker *w);
-static void drain_results(CjScanState *st, CjWorker *w, CjExecTask *task);
-static void release_batches(CjWorker *w);
 
 static CustomExecMethods cj_exec_methods = {
 	.CustomName = COLOJOIN_CUSTOM_SCAN_NAME,
@@ -307,15 +302,15 @@ prune_tasks(CjScanState *st)
 	st->pruned_at_run_time = true;
 }
 
-static char *
-task_context(CjExecTask *task)
+char *
+cj_task_context(CjExecTask *task)
 {
 	return psprintf("partition class %s", task->label);
 }
 
 /* the next task not yet run on this worker's node, or NULL */
-static CjExecTask *
-next_task_for(CjScanState *st, Oid serverid)
+CjExecTask *
+cj_next_task_for(CjScanState *st, Oid serverid)
 {
 	int			i;
 
@@ -402,11 +397,11 @@ inline_params(CjScanState *st, const char *sql)
 	return buf.data;
 }
 
-static void
-send_command(CjWorker *w, const char *sql, CjExecTask *task)
+void
+cj_send_command(CjWorker *w, const char *sql, CjExecTask *task)
 {
 	if (!PQsendQuery(cj_conn_pgconn(w->conn), sql))
-		cj_report_remote_error(ERROR, w->conn, NULL, task_context(task));
+		cj_report_remote_error(ERROR, w->conn, NULL, cj_task_context(task));
 	cj_conn_begin_async(w->conn);
 	w->in_flight = true;
 }
@@ -441,13 +436,13 @@ execution_names(CjScanState *st, const char *sql)
 }
 
 /*
- * cursor_sql
+ * cj_cursor_sql
  *		The command that opens task's cursor on w's connection and fetches
  *		its first rows (fetch: a count, or ALL), closing the connection's
  *		previous cursor on the way.
  */
-static char *
-cursor_sql(CjScanState *st, CjWorker *w, CjExecTask *task, const char *fetch)
+char *
+cj_cursor_sql(CjScanState *st, CjWorker *w, CjExecTask *task, const char *fetch)
 {
 	return psprintf("%s%sDECLARE " CJ_CURSOR_NAME " %sNO SCROLL CURSOR FOR %s; "
 					"FETCH %s FROM " CJ_CURSOR_NAME,
@@ -468,21 +463,21 @@ cursor_sql(CjScanState *st, CjWorker *w, CjExecTask *task, const char *fetch)
 static void
 open_cursor(CjScanState *st, CjWorker *w)
 {
-	char	   *sql = cursor_sql(st, w, w->task, CppAsString2(CJ_FETCH_SIZE));
+	char	   *sql = cj_cursor_sql(st, w, w->task, CppAsString2(CJ_FETCH_SIZE));
 
 	w->exhausted = false;
 	w->first_batch = true;
 	w->rerun_in_text = false;
 	w->begin_sql = NULL;
 	INSTR_TIME_SET_CURRENT(w->started);
-	claim_connection(st, w);
-	send_command(w, sql, w->task);
+	cj_claim_connection(st, w);
+	cj_send_command(w, sql, w->task);
 	cj_conn_set_cursor_open(w->conn, true);
 }
 
 /* start task on the worker's connection */
-static void
-start_task(CjScanState *st, CjWorker *w, CjExecTask *task)
+void
+cj_start_task(CjScanState *st, CjWorker *w, CjExecTask *task)
 {
 	w->task = task;
 	task->runs++;
@@ -694,112 +689,6 @@ drop_moves(CjScanState *st)
 }
 
 /*
- * move_task_off
- *		Failover of one task whose node is down: onto the first other node
- *		holding its class that did not fail moments ago.  false when there
- *		is none; the task stays where it was.
- */
-static bool
-move_task_off(CjExecTask *task, Oid down)
-{
-	int			a;
-
-	if (task->serverid != down)
-		return true;
-	for (a = 0; a < task->nalts; a++)
-	{
-		if (task->alt_server[a] == down || cj_node_failed_recently(task->alt_server[a]))
-			continue;
-		task->serverid = task->alt_server[a];
-		task->node = task->alt_node[a];
-		task->sql = task->alt_sql[a];
-		task->failed_over = true;
-		return true;
-	}
-	return false;
-}
-
-/*
- * fail_over_node
- *		Node down cannot be reached (why says how): every task there that
- *		has not returned a row moves to another placement of its class.
- *		When one cannot, the node's failure is the scan's error, as it would
- *		have been without failover.
- */
-static void
-fail_over_node(CjScanState *st, Oid down, const char *node, const char *why)
-{
-	int			i;
-
-	cj_node_note_failure(down);
-	for (i = 0; i < st->ntasks; i++)
-	{
-		CjExecTask *task = &st->tasks[i];
-
-		if (task->serverid != down || task->skipped || task->done)
-			continue;
-		if (!move_task_off(task, down))
-			ereport(ERROR,
-					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-					 errmsg("could not connect to node \"%s\"", node),
-					 errdetail_internal("%s", why),
-					 errhint("Partition class %s has no other placement that can be reached.",
-							 task->label)));
-		elog(DEBUG1, "colojoin: partition class %s moves from node \"%s\" to \"%s\"",
-			 task->label, node, task->node);
-	}
-}
-
-/*
- * avoid_unreachable_nodes
- *		Before any connection of the scan is used: nodes that failed moments
- *		ago, or that cannot be connected to now, hand their tasks to other
- *		placements (fail_over_node).  Connecting is tried once per node;
- *		a connection already open costs nothing.
- */
-static void
-avoid_unreachable_nodes(CjScanState *st, Oid userid)
-{
-	List	   *tried = NIL;
-	bool		again = true;
-
-	/* a task that moved may land on another node to try in turn */
-	while (again)
-	{
-		int			i;
-
-		again = false;
-		for (i = 0; i < st->ntasks; i++)
-		{
-			CjExecTask *task = &st->tasks[i];
-			char	   *why = NULL;
-			Oid			node = task->serverid;
-			const char *name = task->node;
-
-			if (task->skipped || list_member_oid(tried, node))
-				continue;
-			tried = lappend_oid(tried, node);
-			if (task->nalts == 0 && !cj_node_failed_recently(node))
-				continue;		/* nowhere else to go: let it fail as before */
-			if (cj_node_failed_recently(node))
-				why = psprintf("node \"%s\" failed moments ago", name);
-			else if (!cj_conn_try_connect(node, userid,
-										  cj_write_slot(node, userid) >= 0 ?
-										  cj_write_slot(node, userid) :
-										  cj_first_free_slot(node, userid, 0), &why))
-				;
-			else
-			{
-				cj_node_note_success(node);
-				continue;
-			}
-			fail_over_node(st, node, name, why);
-			again = true;
-		}
-	}
-}
-
-/*
  * start_scan
  *		Open the connections the tasks need, up to max_connections_per_node
  *		per node, and send each its first task; each node starts working
@@ -834,7 +723,7 @@ start_scan(CjScanState *st)
 
 	/* failover: moved rows sit on one node each, so only without moves */
 	if (st->nmoves == 0)
-		avoid_unreachable_nodes(st, userid);
+		cj_avoid_unreachable_nodes(st, userid);
 
 	/* tasks per node, nodes in order of their first task */
 	for (i = 0; i < st->ntasks; i++)
@@ -940,7 +829,7 @@ start_scan(CjScanState *st)
 				nconn = k;
 				break;
 			}
-			claim_connection(st, w);
+			cj_claim_connection(st, w);
 		}
 
 		/*
@@ -949,10 +838,10 @@ start_scan(CjScanState *st)
 		 */
 		for (i = st->nworkers - nconn; i < st->nworkers; i++)
 		{
-			CjExecTask *task = next_task_for(st, st->workers[i].serverid);
+			CjExecTask *task = cj_next_task_for(st, st->workers[i].serverid);
 
 			if (task)
-				start_task(st, &st->workers[i], task);
+				cj_start_task(st, &st->workers[i], task);
 		}
 	}
 	st->current = 0;
@@ -1019,76 +908,21 @@ note_text_fallback(CjScanState *st, CjWorker *w, const PGresult *res)
 {
 	if (!w->first_batch)
 		elog(ERROR, "colojoin: the column types of %s changed while its rows were read",
-			 task_context(w->task));
+			 cj_task_context(w->task));
 	elog(DEBUG1, "colojoin: %s on node \"%s\" sent columns of other types than the scan reads; reading its rows as text",
-		 task_context(w->task), w->task->node);
+		 cj_task_context(w->task), w->task->node);
 	st->decoder.binary = false;
 	w->rerun_in_text = true;
 }
 
 /*
- * fail_over_worker
- *		w's connection died under its task.  When no row of the task reached
- *		the scan's caller yet and its class has another placement, the task
- *		runs again there, on a connection of that node, and so do the
- *		node's tasks not started yet; returns true.  Otherwise false, and
- *		the caller reports the lost connection as before.
- */
-static bool
-fail_over_worker(CjScanState *st, CjWorker *w)
-{
-	Oid			userid = OidIsValid(st->userid) ? st->userid : GetUserId();
-	CjExecTask *task = w->task;
-	Oid			down = w->serverid;
-	const char *name;
-	int			i;
-	int			a;
-	bool		possible = false;
-
-	if (st->nmoves > 0 || task == NULL || task->rows > 0 ||
-		!cj_conn_is_lost(w->conn))
-		return false;
-	for (a = 0; a < task->nalts; a++)
-		if (task->alt_server[a] != down && !cj_node_failed_recently(task->alt_server[a]))
-			possible = true;
-	if (!possible)
-		return false;
-
-	name = task->node;
-	release_batches(w);
-	w->in_flight = false;
-	cj_conn_abandon(w->conn);
-
-	/* the node's tasks not started yet go elsewhere too */
-	task->taken = false;
-	fail_over_node(st, down, name, "its connection was lost during the scan");
-	for (i = 0; i < st->nworkers; i++)
-		if (st->workers[i].serverid == down && &st->workers[i] != w &&
-			st->workers[i].task == NULL)
-			st->workers[i].serverid = InvalidOid;	/* idle, and its node is gone */
-
-	/* this worker serves the task's new node from now on */
-	task->taken = true;
-	w->serverid = task->serverid;
-	w->slot = cj_first_free_slot(w->serverid, userid, 0);
-	w->conn = cj_get_connection(w->serverid, userid, w->slot);
-	w->begin_sql = NULL;
-	cj_conn_set_owner(w->conn, st);
-	ereport(DEBUG1,
-			(errmsg_internal("colojoin: %s runs again on node \"%s\", node \"%s\" being lost",
-							 task_context(task), task->node, name)));
-	start_task(st, w, task);
-	return true;
-}
-
-/*
- * collect_results
+ * cj_collect_results
  *		Take in, without waiting, the results of the command in flight: a
  *		batch of rows becomes pending; the end of the command frees the
  *		connection.
  */
-static void
-collect_results(CjScanState *st, CjWorker *w)
+void
+cj_collect_results(CjScanState *st, CjWorker *w)
 {
 	PGconn	   *pg = cj_conn_pgconn(w->conn);
 
@@ -1123,7 +957,7 @@ collect_results(CjScanState *st, CjWorker *w)
 				PQclear(res);
 				break;
 			default:
-				if (cj_conn_is_lost(w->conn) && fail_over_worker(st, w))
+				if (cj_conn_is_lost(w->conn) && cj_fail_over_worker(st, w))
 				{
 					PQclear(res);
 					return;
@@ -1131,7 +965,7 @@ collect_results(CjScanState *st, CjWorker *w)
 				PG_TRY();
 				{
 					cj_report_remote_error(ERROR, w->conn, res,
-										   task_context(w->task));
+										   cj_task_context(w->task));
 				}
 				PG_FINALLY();
 				{
@@ -1156,7 +990,7 @@ advance(CjScanState *st, CjWorker *w)
 	{
 		if (w->task == NULL)
 			return false;
-		collect_results(st, w);
+		cj_collect_results(st, w);
 		if (w->batch != NULL && w->batch_row < PQntuples(w->batch))
 			break;
 		if (w->batch != NULL)
@@ -1188,17 +1022,17 @@ advance(CjScanState *st, CjWorker *w)
 			CjExecTask *next;
 
 			finish_task(st, w);
-			next = next_task_for(st, w->serverid);
+			next = cj_next_task_for(st, w->serverid);
 			if (next == NULL)
 				return false;
-			start_task(st, w, next);
+			cj_start_task(st, w, next);
 			continue;
 		}
 		break;
 	}
 	/* keep one batch ahead */
 	if (!w->in_flight && !w->exhausted && w->pending == NULL)
-		send_command(w, "FETCH " CppAsString2(CJ_FETCH_SIZE) " FROM " CJ_CURSOR_NAME,
+		cj_send_command(w, "FETCH " CppAsString2(CJ_FETCH_SIZE) " FROM " CJ_CURSOR_NAME,
 					 w->task);
 	return w->batch != NULL && w->batch_row < PQntuples(w->batch);
 }
@@ -1235,9 +1069,9 @@ wait_for_input(CjScanState *st)
 		if ((rc & WL_SOCKET_READABLE) || rc == 0)
 		{
 			if (!PQconsumeInput(cj_conn_pgconn(busy->conn)) &&
-				!fail_over_worker(st, busy))
+				!cj_fail_over_worker(st, busy))
 				cj_report_remote_error(ERROR, busy->conn, NULL,
-									   task_context(busy->task));
+									   cj_task_context(busy->task));
 		}
 		return;
 	}
@@ -1268,188 +1102,10 @@ wait_for_input(CjScanState *st)
 
 		if (w == NULL || !(events[i].events & WL_SOCKET_READABLE) || !w->in_flight)
 			continue;
-		if (!PQconsumeInput(cj_conn_pgconn(w->conn)) && !fail_over_worker(st, w))
-			cj_report_remote_error(ERROR, w->conn, NULL, task_context(w->task));
+		if (!PQconsumeInput(cj_conn_pgconn(w->conn)) && !cj_fail_over_worker(st, w))
+			cj_report_remote_error(ERROR, w->conn, NULL, cj_task_context(w->task));
 	}
 	pfree(events);
-}
-
-/*
- * settle_connection
- *		connection.c must run a command on conn, where a worker of this scan
- *		has one in flight (another connection to the node needs the snapshot
- *		of its transaction, which exports only when asked): read that
- *		command to its end.  The batch it brings waits as the worker's next,
- *		and the worker sends its next FETCH when it gets there.
- */
-static void
-settle_connection(void *owner, CjConnection *conn)
-{
-	CjScanState *st = (CjScanState *) owner;
-	int			i;
-
-	for (i = 0; i < st->nworkers; i++)
-	{
-		CjWorker   *w = &st->workers[i];
-
-		if (w->conn != conn)
-			continue;
-		for (;;)
-		{
-			collect_results(st, w);
-			if (!w->in_flight)
-				break;
-			cj_conn_await_input(conn, task_context(w->task));
-		}
-	}
-}
-
-/*
- * yield_connection
- *		Another scan of this statement must read through conn, which this
- *		scan owns: the write connection of a node this transaction wrote on,
- *		the only one that sees the writes (a join of two scans of the node,
- *		a scan nested in another's rows).  Each worker of this scan there
- *		reads its command in flight, then the rest of its cursor (FETCH
- *		ALL; the rows wait in memory as its next batches), and the
- *		connection is free; the other scan's cursor replaces this one.  A
- *		worker that has more tasks takes the connection back the same way
- *		when it starts the next (claim_connection).
- */
-static void
-yield_connection(CjScanState *st, CjConnection *conn)
-{
-	int			i;
-
-	settle_connection(st, conn);
-	for (i = 0; i < st->nworkers; i++)
-	{
-		CjWorker   *w = &st->workers[i];
-
-		/* a cursor to reopen in text starts again when it gets its turn */
-		if (w->conn != conn || w->task == NULL || w->exhausted || w->rerun_in_text)
-			continue;
-		send_command(w, "FETCH ALL FROM " CJ_CURSOR_NAME, w->task);
-		drain_results(st, w, w->task);
-		w->exhausted = true;
-	}
-	cj_conn_set_owner(conn, NULL);
-}
-
-/*
- * claim_connection
- *		w's scan reads through w's connection from now on, taking it from
- *		the scan of the statement that holds it (yield_connection).
- */
-static void
-claim_connection(CjScanState *st, CjWorker *w)
-{
-	CjScanState *owner = (CjScanState *) cj_conn_owner(w->conn);
-
-	if (owner != NULL && owner != st)
-		yield_connection(owner, w->conn);
-
-	/*
-	 * A cursor declared after this statement wrote through the connection
-	 * would see those writes, which the scan must not (its first cursors
-	 * did not): a write takes every row a scan needs from there first
-	 * (yield_for_write), so this is only a scan the write did not know.
-	 */
-	if (cj_conn_last_write(w->conn) > st->begin_write_tick)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("colojoin cannot read node \"%s\" again after this statement wrote there",
-						cj_node_name(w->serverid)),
-				 errdetail("Its reads and writes there share the one connection that sees the transaction's writes, and the rest of this scan would see the statement's own writes."),
-				 errhint("Split the statement, or run it before the transaction's first write through colojoin.")));
-	cj_conn_set_owner(w->conn, st);
-}
-
-/* the results of cursor commands sent on w's connection, read to the end */
-static void
-drain_results(CjScanState *st, CjWorker *w, CjExecTask *task)
-{
-	PGconn	   *pg = cj_conn_pgconn(w->conn);
-	PGresult   *res;
-
-	for (;;)
-	{
-		while (PQisBusy(pg))
-			cj_conn_await_input(w->conn, task_context(task));
-		res = PQgetResult(pg);
-		if (res == NULL)
-			break;
-		if (PQresultStatus(res) == PGRES_COMMAND_OK)
-		{
-			PQclear(res);
-			continue;
-		}
-		if (PQresultStatus(res) != PGRES_TUPLES_OK ||
-			!cj_decoder_accepts(&st->decoder, res))
-		{
-			PG_TRY();
-			{
-				if (PQresultStatus(res) == PGRES_TUPLES_OK)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATATYPE_MISMATCH),
-							 errmsg("colojoin cannot read %s before this statement's write: its rows are not of the declared types",
-									task_context(task))));
-				cj_report_remote_error(ERROR, w->conn, res, task_context(task));
-			}
-			PG_FINALLY();
-			{
-				PQclear(res);
-			}
-			PG_END_TRY();
-		}
-		if (PQntuples(res) > 0)
-			w->drained = lappend(w->drained, res);
-		else
-			PQclear(res);
-	}
-	w->in_flight = false;
-	cj_conn_end_async(w->conn);
-}
-
-/*
- * yield_for_write
- *		A write of this statement needs conn, which st reads through: st
- *		reads the rest of its cursor there and runs every task it still has
- *		on that node to its end now (the rows wait in memory as its next
- *		batches), so that nothing it reads can see the statement's writes;
- *		then the connection is the write's.
- */
-static void
-yield_for_write(void *owner, CjConnection *conn)
-{
-	CjScanState *st = (CjScanState *) owner;
-	int			i;
-
-	yield_connection(st, conn);
-	for (i = 0; i < st->nworkers; i++)
-	{
-		CjWorker   *w = &st->workers[i];
-		CjExecTask *task;
-
-		if (w->conn != conn)
-			continue;
-		while ((task = next_task_for(st, w->serverid)) != NULL)
-		{
-			task->runs++;
-			if (w->task == NULL)
-			{
-				w->task = task;
-				INSTR_TIME_SET_CURRENT(w->started);
-			}
-			else
-				task->done = true;	/* its rows count as the current task's */
-			send_command(w, cursor_sql(st, w, task, "ALL"), task);
-			cj_conn_set_cursor_open(conn, true);
-			drain_results(st, w, task);
-		}
-		w->exhausted = true;
-	}
-	cj_conn_set_owner(conn, NULL);
 }
 
 /*
@@ -1530,8 +1186,8 @@ cj_exec_scan(CustomScanState *node)
 }
 
 /* the batches a worker holds, freed (they are libpq's, not palloc'd) */
-static void
-release_batches(CjWorker *w)
+void
+cj_release_batches(CjWorker *w)
 {
 	ListCell   *lc;
 
@@ -1571,7 +1227,7 @@ stop_workers(CjScanState *st)
 	{
 		CjWorker   *w = &st->workers[i];
 
-		release_batches(w);
+		cj_release_batches(w);
 		if (w->in_flight)
 		{
 			cj_conn_cancel(w->conn);
@@ -1598,7 +1254,7 @@ release_on_reset(void *arg)
 
 	for (i = 0; i < st->nworkers; i++)
 	{
-		release_batches(&st->workers[i]);
+		cj_release_batches(&st->workers[i]);
 		/* the connection is free again (a dead transaction resets it too) */
 		if (st->started)
 			release_connection(st, &st->workers[i]);
@@ -1645,7 +1301,7 @@ cj_rescan(CustomScanState *node)
 		if (st->moves_ready)
 			for (i = 0; i < st->nworkers; i++)
 				if (st->workers[i].in_flight)
-					settle_connection(st, st->workers[i].conn);
+					cj_settle_connection(st, st->workers[i].conn);
 		stop_workers(st);
 	}
 	st->started = false;
@@ -1656,6 +1312,6 @@ cj_executor_init(void)
 {
 	cj_scan_methods.CreateCustomScanState = create_scan_state;
 	RegisterCustomScanMethods(&cj_scan_methods);
-	cj_conn_set_settle_hook(settle_connection);
-	cj_conn_set_yield_hook(yield_for_write);
+	cj_conn_set_settle_hook(cj_settle_connection);
+	cj_conn_set_yield_hook(cj_yield_for_write);
 }

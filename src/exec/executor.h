@@ -161,4 +161,28 @@ extern void cj_explain_scan(CustomScanState *node, List *ancestors,
 /* registers the scan's execution methods and the executor hooks */
 extern void cj_executor_init(void);
 
+/*
+ * Inside exec/: what executor.c, failover.c and write_turns.c share about
+ * a running scan's tasks and workers.
+ */
+/* executor.c */
+extern char *cj_task_context(CjExecTask *task);
+extern CjExecTask *cj_next_task_for(CjScanState *st, Oid serverid);
+extern void cj_send_command(CjWorker *w, const char *sql, CjExecTask *task);
+extern char *cj_cursor_sql(CjScanState *st, CjWorker *w, CjExecTask *task,
+						   const char *fetch);
+extern void cj_start_task(CjScanState *st, CjWorker *w, CjExecTask *task);
+extern void cj_collect_results(CjScanState *st, CjWorker *w);
+extern void cj_release_batches(CjWorker *w);
+
+/* failover.c: tasks of unreachable nodes onto other placements */
+extern void cj_avoid_unreachable_nodes(CjScanState *st, Oid userid);
+extern bool cj_fail_over_worker(CjScanState *st, CjWorker *w);
+
+/* write_turns.c: scans and writes taking turns on a written node */
+extern void cj_claim_connection(CjScanState *st, CjWorker *w);
+extern void cj_drain_results(CjScanState *st, CjWorker *w, CjExecTask *task);
+extern void cj_settle_connection(void *owner, CjConnection *conn);
+extern void cj_yield_for_write(void *owner, CjConnection *conn);
+
 #endif							/* COLOJOIN_EXECUTOR_H */

@@ -10,7 +10,7 @@
  *	  pre_aggregate.c) build on these.
  *
  *	  It does not choose a strategy (planner.c) nor decide where a
- *	  condition runs (shippable.c).
+ *	  condition runs (qual_placement.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -10,7 +10,7 @@
  *	  and logs the decisions.
  *
  *	  It does not build groups (group.c), decide where conditions run
- *	  (shippable.c), make paths of steps above the join (upper.c) or
+ *	  (qual_placement.c), make paths of steps above the join (upper.c) or
  *	  plans (plan_create.c), and never talks to a node.
  *
  *-------------------------------------------------------------------------

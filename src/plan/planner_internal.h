@@ -244,7 +244,7 @@ extern bool cj_split_join_clauses(RelOptInfo *joinrel, JoinType jointype,
 								  List **otherquals, List **reasons);
 
 /*
- * shippable.c: where each condition runs (remote_quals of the tables and
+ * qual_placement.c: where each condition runs (remote_quals of the tables and
  * joins, the group's local_quals in security_level order), or false with
  * the reason; what the group may hand up above its join
  */

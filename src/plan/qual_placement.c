@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * shippable.c
+ * qual_placement.c
  *	  Where each condition of a group runs: on the nodes, in a scope where
  *	  it means the same as below the join, or on the coordinator over the
  *	  join's rows, in PostgreSQL's order of security levels (row security
