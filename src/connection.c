@@ -1384,8 +1384,13 @@ classify_connect_error(const char *msg, CjConnectError *err)
 	while (clean.len > 0 && (clean.data[clean.len - 1] == '\n' ||
 							 clean.data[clean.len - 1] == ' '))
 		clean.data[--clean.len] = '\0';
-	err->message = clean.len > 0 ? clean.data :
-		pstrdup("connection failed without a message");
+	if (clean.len > 0)
+		err->message = clean.data;
+	else
+	{
+		pfree(clean.data);
+		err->message = pstrdup("connection failed without a message");
+	}
 
 	if (err->sqlstate[0] == '\0')
 		err->kind = CJ_CONNECT_UNREACHABLE;
@@ -1486,6 +1491,7 @@ wait_for_slot(CjConnection *c, ForeignServer *server,
 	long		delay_ms = CJ_BUSY_FIRST_RETRY_MS;
 
 	*waited_ms = 0;
+	err->message = NULL;
 	PG_TRY();
 	{
 		for (;;)
@@ -1494,6 +1500,12 @@ wait_for_slot(CjConnection *c, ForeignServer *server,
 			long		secs;
 			int			usecs;
 
+			/* a long wait keeps only the last attempt's message */
+			if (err->message != NULL)
+			{
+				pfree(err->message);
+				err->message = NULL;
+			}
 			conn = libpq_connect(keywords, values, server->servername, err);
 			if (conn != NULL || err->kind != CJ_CONNECT_BUSY)
 				break;
@@ -1502,7 +1514,9 @@ wait_for_slot(CjConnection *c, ForeignServer *server,
 				break;
 			TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
 			*waited_ms = secs * 1000 + usecs / 1000;
-			sleep_ms = delay_ms / 2 + (long) (pg_prng_double(&pg_global_prng_state) * (delay_ms / 2));
+			/* jittered, so that sessions refused together do not ask together */
+			sleep_ms = delay_ms / 2 +
+				(long) (pg_prng_double(&pg_global_prng_state) * (delay_ms / 2));
 			if (colojoin_connection_wait_timeout > 0)
 			{
 				if (*waited_ms >= colojoin_connection_wait_timeout)
@@ -1529,6 +1543,11 @@ wait_for_slot(CjConnection *c, ForeignServer *server,
 			cj_budget_slot_wait(c->budget_token, false);
 	}
 	PG_END_TRY();
+	if (conn != NULL && err->message != NULL)
+	{
+		pfree(err->message);
+		err->message = NULL;
+	}
 	return conn;
 }
 
