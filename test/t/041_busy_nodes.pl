@@ -2,10 +2,10 @@
 # in is not down (issue "Nothing leaks, nothing diverges from PostgreSQL"):
 # - with every connection of node 1 held by another client ("sorry, too many
 #   clients already"), a routed INSERT and a colocated join wait for a free
-#   slot, and go on once the client lets one go, or once another session of
-#   the coordinator ends a transaction and so closes its idle connection
-#   there; nothing is marked stale and both placements of every leaf hold
-#   the same rows;
+#   slot, and go on once the client lets one go; a second join goes on once
+#   another session of the coordinator ends a transaction and so closes its
+#   idle connection there; nothing is marked stale and both placements of
+#   every leaf hold the same rows;
 # - a session that already has a connection to the full node carries on
 #   with it;
 # - with colojoin.connection_wait_timeout short, the wait ends in an error
@@ -174,29 +174,45 @@ is(stale_count(), '0', 'no placement is stale after the INSERT');
 
 # --- node 1 full again (s keeps its connection): a colocated join waits ---
 
-is( $holders->[0]->query_safe(
-		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"),
-	'12',
+sub clients_on_node1
+{
+	return $holders->[0]->query_safe(
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'");
+}
+
+is(clients_on_node1(), '12',
 	'node 1 is full again: the client and the INSERT\'s idle connection');
 my $r = cj_session($coord);
 my $r_pid = $r->query_safe('SELECT pg_backend_pid()');
 $offset = -s $node1->logfile;
 start_statement($r, $join);
 waits($r_pid, $offset, 'the colocated join');
+(pop @$holders)->quit;
+is(statement_result($r, 'the colocated join'),
+	$expected_join, 'the join is right once the client let a connection go');
+is($r->{stderr}, '', 'and had no error');
+
+# --- node 1 full again: another session's idle connection comes free ------
+
+is(clients_on_node1(), '12',
+	'node 1 is full again: the client, the INSERT\'s and the join\'s connections');
+my $u = cj_session($coord);
+my $u_pid = $u->query_safe('SELECT pg_backend_pid()');
+$offset = -s $node1->logfile;
+start_statement($u, $join);
+waits($u_pid, $offset, 'a second colocated join');
 
 # s ends a transaction: it closes its idle connection to a node another
-# session waits for, and the join gets it
+# session waits for, and the waiting join gets it
 $s->query_safe('SELECT 1');
-is(statement_result($r, 'the colocated join'),
+is(statement_result($u, 'the second colocated join'),
 	$expected_join, 'the join is right once s closed its idle connection');
-is($r->{stderr}, '', 'and had no error');
+is($u->{stderr}, '', 'and had no error');
 
 # --- node 1 full; r keeps a connection there -----------------------------
 
-is( $holders->[0]->query_safe(
-		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"),
-	'12',
-	'node 1 is full again: the client and the join\'s connection');
+is(clients_on_node1(), '12',
+	'node 1 is full again: the client and the joins\' connections');
 is($r->query_safe($join), $expected_join,
 	'a session with a connection to the full node runs the join on it');
 is($r->query_safe('INSERT INTO a VALUES (2001, 1), (2002, 2), (2003, 3), (2004, 4)'),
@@ -224,9 +240,7 @@ like($stderr,
 is(stale_count(), '0', 'no placement is stale');
 
 $_->quit for @$holders;
-$r->quit;
-$s->quit;
-$t->quit;
+$_->quit for ($r, $s, $t, $u);
 cj_wait_colojoin_connections($node1, 0, 'the sessions are gone');
 is(same_as_twin(), '0', 'the table matches its twin');
 is(placements_differ(), '', 'both placements of every leaf hold the same rows');
