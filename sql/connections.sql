@@ -2,9 +2,11 @@
 -- connections: how colojoin reaches the nodes.  Connection options come from
 -- the foreign server and the user mapping only; a non-superuser must log in
 -- with a password (postgres_fdw's rule); failures name the node, its host
--- and port; connections are reused, and retired when their server or user
--- mapping changes; remote work follows the local transaction, and cancel
--- or statement_timeout stop it on the node.  create_shards is the client.
+-- and port, and tell a node that did not answer from one that refused the
+-- role (its own SQLSTATE) and one that had no free slot (waited for);
+-- connections are reused, and retired when their server or user mapping
+-- changes; remote work follows the local transaction, and cancel or
+-- statement_timeout stop it on the node.  create_shards is the client.
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS colojoin CASCADE;
@@ -20,7 +22,7 @@ SELECT dblink_exec(:'node1', 'DROP SCHEMA IF EXISTS cj_conn CASCADE');
 SELECT dblink_exec(:'node2', 'DROP SCHEMA IF EXISTS cj_conn CASCADE');
 SELECT dblink_exec(:'node1', 'DROP EVENT TRIGGER IF EXISTS cj_conn_slow');
 DROP SCHEMA IF EXISTS cj_conn CASCADE;
-DROP SERVER IF EXISTS cc_n1, cc_n2, cc_down CASCADE;
+DROP SERVER IF EXISTS cc_n1, cc_n2, cc_down, cc_nodb CASCADE;
 DROP ROLE IF EXISTS cc_user;
 
 -- Role colojoin_pw must log in to the nodes with a password (the cluster's
@@ -40,7 +42,7 @@ SELECT dblink_exec(:'node2', $$
 			CREATE ROLE colojoin_pw LOGIN;
 		END IF;
 	END';
-	ALTER ROLE colojoin_pw PASSWORD 'cc_secret';
+	ALTER ROLE colojoin_pw PASSWORD 'cc_secret' CONNECTION LIMIT -1;
 	CREATE SCHEMA cj_conn;
 	GRANT USAGE, CREATE ON SCHEMA cj_conn TO colojoin_pw$$);
 
@@ -60,8 +62,8 @@ CREATE USER MAPPING FOR CURRENT_USER SERVER cc_n2;
 CREATE SCHEMA cj_conn;
 SET search_path = cj_conn, public;
 
--- run a statement, return its outcome with the node ports masked (they
--- depend on the cluster)
+-- run a statement, return its outcome with the node ports and the time
+-- waited masked (they depend on the cluster and the machine)
 CREATE FUNCTION outcome(cmd text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
 	st text;
@@ -74,7 +76,7 @@ BEGIN
 EXCEPTION WHEN OTHERS THEN
 	GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT,
 		det = PG_EXCEPTION_DETAIL, hnt = PG_EXCEPTION_HINT;
-	RETURN st || ': ' || msg
+	RETURN st || ': ' || regexp_replace(msg, 'for \d+ ms', 'for N ms')
 		|| coalesce(E'\nDETAIL: ' || nullif(regexp_replace(det, 'port( |=)\d+', 'port\1N', 'g'), ''), '')
 		|| coalesce(E'\nHINT: ' || nullif(hnt, ''), '');
 END $$;
@@ -141,6 +143,13 @@ SELECT colojoin.create_shards('t4', ARRAY['cc_down'], 1);
 CREATE USER MAPPING FOR CURRENT_USER SERVER cc_down OPTIONS (user 'nobody');
 SELECT colojoin.create_shards('t4', ARRAY['cc_down'], 1);
 
+-- a database the node does not have: the node answered, so this is an error
+-- of the server's options (with the node's SQLSTATE), not a node that is down
+CREATE SERVER cc_nodb FOREIGN DATA WRAPPER postgres_fdw
+	OPTIONS (host '127.0.0.1', port :'node1_port', dbname 'cc_no_such_db');
+CREATE USER MAPPING FOR CURRENT_USER SERVER cc_nodb;
+SELECT outcome($$SELECT colojoin.create_shards('t4', ARRAY['cc_nodb'], 1)$$);
+
 --
 -- Non-superusers must authenticate to the node with a password
 --
@@ -190,6 +199,23 @@ SET ROLE cc_user;
 SELECT colojoin.create_shards('u3', ARRAY['cc_n2'], 2);
 RESET ROLE;
 SELECT * FROM node_tables(:'node2') WHERE relname LIKE 'u%';
+
+-- a node that lets no more sessions of the role in (its CONNECTION LIMIT)
+-- is full, not down: colojoin asks again until colojoin.connection_wait_timeout,
+-- then says the node had no free slot (the changed mapping retires the
+-- connection cc_user has)
+SELECT dblink_exec(:'node2', 'ALTER ROLE colojoin_pw CONNECTION LIMIT 0');
+ALTER USER MAPPING FOR PUBLIC SERVER cc_n2 OPTIONS (SET password 'cc_secret');
+SET ROLE cc_user;
+CREATE TABLE u4 (k int) PARTITION BY HASH (k);
+SET colojoin.connection_wait_timeout = '50ms';
+SELECT outcome($$SELECT colojoin.create_shards('u4', ARRAY['cc_n2'], 2)$$);
+RESET colojoin.connection_wait_timeout;
+RESET ROLE;
+SELECT dblink_exec(:'node2', 'ALTER ROLE colojoin_pw CONNECTION LIMIT -1');
+SET ROLE cc_user;
+SELECT colojoin.create_shards('u4', ARRAY['cc_n2'], 2);
+RESET ROLE;
 
 --
 -- Remote errors keep their SQLSTATE and say which node and partition
@@ -251,7 +277,7 @@ SELECT colojoin.create_shards('lost', ARRAY['cc_n2'], 1);
 --
 -- Clean up, here and on the nodes
 --
-DROP SERVER cc_n1, cc_n2, cc_down CASCADE;
+DROP SERVER cc_n1, cc_n2, cc_down, cc_nodb CASCADE;
 -- dropping the servers retired colojoin's connections to the nodes
 SELECT count(*) FROM node_sessions(:'node1', 0);
 SELECT count(*) FROM node_sessions(:'node2', 0);

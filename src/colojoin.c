@@ -156,8 +156,8 @@ define_settings(void)
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("colojoin.connection_wait_timeout",
-							"How long a session waits for room in a node's connection budget.",
-							"Then the statement fails; 0 waits without limit.",
+							"How long a session waits for a connection to a node.",
+							"For room in the node's connection budget, or for a free slot on a node that answers it has none (too many clients, starting up); then the statement fails.  0 waits without limit.",
 							&colojoin_connection_wait_timeout,
 							30000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,

@@ -11,7 +11,9 @@
  *	  session learned it, node_identity.c, else the server itself); the
  *	  queue of sessions waiting for a connection (first come, first served,
  *	  interruptible, bounded by colojoin.connection_wait_timeout, ending in
- *	  an error that says who holds the budget); giving back what a dying
+ *	  an error that says who holds the budget); which sessions wait for a
+ *	  free slot on a node that refused them as full (connection.c waits,
+ *	  this module only lets the others see it); giving back what a dying
  *	  backend held; and the decision of which idle cached connections
  *	  should close (cj_budget_should_close).
  *
@@ -21,8 +23,11 @@
  *	  (executor.c asks for its extra ones as optional).
  *
  *	  Without colojoin in shared_preload_libraries there is no shared
- *	  memory: every request is granted and only the per-session
- *	  colojoin.max_connections_per_node and the idle timeout apply.
+ *	  memory: every request is granted (the session's first one warns that
+ *	  the budget is off), only the per-session
+ *	  colojoin.max_connections_per_node applies, and a session keeps only
+ *	  its first connection to a server between transactions, since nobody
+ *	  could ask it for the others back.
  *
  *-------------------------------------------------------------------------
  */
@@ -64,6 +69,8 @@ typedef struct CjBudgetNode
 	char		key[CJ_BUDGET_KEY_LEN]; /* "" while the entry is unused */
 	int			nopen;			/* counted connections, open or opening */
 	pg_atomic_uint32 nwaiting;	/* sessions waiting; read without the lock */
+	pg_atomic_uint32 nslotwait; /* sessions waiting for a free slot on the
+								 * server itself; read without the lock */
 } CjBudgetNode;
 
 /* what some session learned: this server of this database is that node */
@@ -80,6 +87,7 @@ typedef struct CjBudgetBackend
 	int			pid;
 	int			wait_node;		/* node index + 1 waited for, 0 when none */
 	uint64		wait_ticket;	/* place in that node's queue */
+	int			slot_wait_node; /* node index + 1 whose server is full, 0 */
 	uint16		held[CJ_BUDGET_MAX_NODES];
 } CjBudgetBackend;
 
@@ -103,6 +111,8 @@ static int	local_open = 0;
 static bool exit_hook_registered = false;
 /* the exit callback gave everything back: later releases change nothing */
 static bool budget_detached = false;
+/* without shared memory: the session was told the budget is off */
+static bool warned_unshared = false;
 
 static Size
 budget_size(void)
@@ -138,7 +148,10 @@ budget_shmem_startup(void)
 		ConditionVariableInit(&budget->cv);
 		budget->nbackends = MaxBackends;
 		for (i = 0; i < CJ_BUDGET_MAX_NODES; i++)
+		{
 			pg_atomic_init_u32(&budget->nodes[i].nwaiting, 0);
+			pg_atomic_init_u32(&budget->nodes[i].nslotwait, 0);
+		}
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -192,6 +205,9 @@ budget_exit(int code, Datum arg)
 	if (me->wait_node > 0)
 		pg_atomic_fetch_sub_u32(&budget->nodes[me->wait_node - 1].nwaiting, 1);
 	me->wait_node = 0;
+	if (me->slot_wait_node > 0)
+		pg_atomic_fetch_sub_u32(&budget->nodes[me->slot_wait_node - 1].nslotwait, 1);
+	me->slot_wait_node = 0;
 	me->pid = 0;
 	LWLockRelease(budget->lock);
 	budget_detached = true;
@@ -240,7 +256,7 @@ find_node_locked(const char *key)
 		if (n->key[0] == '\0' && unused < 0)
 			unused = i;
 		else if (n->nopen == 0 && pg_atomic_read_u32(&n->nwaiting) == 0 &&
-				 idle < 0)
+				 pg_atomic_read_u32(&n->nslotwait) == 0 && idle < 0)
 			idle = i;
 	}
 	if (unused < 0 && idle >= 0)
@@ -489,6 +505,14 @@ cj_budget_acquire(Oid serverid, const char *server_name, bool optional)
 	CjBudgetBackend *me = my_entry();
 	int			node;
 
+	if (budget == NULL && !warned_unshared)
+	{
+		warned_unshared = true;
+		ereport(WARNING,
+				(errmsg("the shared connection budget is off because colojoin is not in shared_preload_libraries"),
+				 errdetail("Each session opens its own connections to the nodes, up to colojoin.max_connections_per_node per node whatever the other sessions hold, and keeps only its first one to each node between transactions; colojoin.node_connection_budget does not apply."),
+				 errhint("Add colojoin to shared_preload_libraries and restart the server.")));
+	}
 	if (me == NULL)
 	{
 		local_open++;
@@ -508,6 +532,12 @@ cj_budget_acquire(Oid serverid, const char *server_name, bool optional)
 		LWLockRelease(budget->lock);
 		local_open++;
 		return CJ_BUDGET_LOCAL;
+	}
+	/* a session waiting for a free slot on the server goes first */
+	if (optional && pg_atomic_read_u32(&budget->nodes[node].nslotwait) > 0)
+	{
+		LWLockRelease(budget->lock);
+		return CJ_BUDGET_REFUSED;
 	}
 	if (may_take_locked(node, 0))
 	{
@@ -607,6 +637,33 @@ cj_budget_holds_any(void)
 }
 
 /*
+ * cj_budget_slot_wait
+ *		See conn_budget.h.  Counted apart from the budget's own waiters: the
+ *		budget's queue does not wait for them, and its timeout's message
+ *		does not count them.
+ */
+void
+cj_budget_slot_wait(int token, bool waiting)
+{
+	CjBudgetBackend *me = my_entry();
+
+	if (me == NULL || token <= 0 || token == CJ_BUDGET_LOCAL)
+		return;
+	LWLockAcquire(budget->lock, LW_EXCLUSIVE);
+	if (waiting && me->slot_wait_node == 0)
+	{
+		me->slot_wait_node = token;
+		pg_atomic_fetch_add_u32(&budget->nodes[token - 1].nslotwait, 1);
+	}
+	else if (!waiting && me->slot_wait_node > 0)
+	{
+		pg_atomic_fetch_sub_u32(&budget->nodes[me->slot_wait_node - 1].nslotwait, 1);
+		me->slot_wait_node = 0;
+	}
+	LWLockRelease(budget->lock);
+}
+
+/*
  * cj_budget_should_close
  *		See conn_budget.h.  The waiters are counted without the lock: a
  *		stale answer only delays a close to the next transaction end, or to
@@ -616,8 +673,17 @@ bool
 cj_budget_should_close(int token, int slot, TimestampTz last_used,
 					   TimestampTz now)
 {
+	/*
+	 * Without shared memory no waiting session can ask for a connection
+	 * back, and a node's slots taken by the extra connections of sessions
+	 * that keep running queries would never come free for a session that
+	 * waits for its first one.
+	 */
+	if (budget == NULL)
+		return slot > 0;
 	if (token > 0 && token != CJ_BUDGET_LOCAL && my_entry() != NULL &&
-		pg_atomic_read_u32(&budget->nodes[token - 1].nwaiting) > 0)
+		(pg_atomic_read_u32(&budget->nodes[token - 1].nwaiting) > 0 ||
+		 pg_atomic_read_u32(&budget->nodes[token - 1].nslotwait) > 0))
 		return true;
 	return slot > 0 && colojoin_idle_connection_timeout > 0 &&
 		TimestampDifferenceExceeds(last_used, now,

@@ -18,7 +18,8 @@
 
 /* settings, defined in colojoin.c */
 extern int	colojoin_node_connection_budget;	/* per node; 0: no limit */
-extern int	colojoin_connection_wait_timeout;	/* ms; 0: wait without limit */
+extern int	colojoin_connection_wait_timeout;	/* ms, for the budget or a free
+													 * slot; 0: without limit */
 extern int	colojoin_idle_connection_timeout;	/* ms; 0: never by time */
 
 /*
@@ -37,7 +38,8 @@ extern void cj_budget_init(void);
  * if there is room now and nobody waits, else CJ_BUDGET_REFUSED.
  * Otherwise waits its turn, interruptibly, at most
  * colojoin.connection_wait_timeout, then ERRORs (ERRCODE_TOO_MANY_CONNECTIONS).
- * Without shared memory every request is granted.
+ * Without shared memory every request is granted, the session's first with
+ * a WARNING that the budget is off.
  */
 extern int	cj_budget_acquire(Oid serverid, const char *server_name,
 							  bool optional);
@@ -55,10 +57,20 @@ extern void cj_budget_rekey(int *token, Oid serverid);
 extern bool cj_budget_holds_any(void);
 
 /*
+ * cj_budget_slot_wait: this backend starts (waiting) or stops waiting for a
+ * free connection slot on the server of the node token counts in, which
+ * refused it as full: meanwhile other sessions take no optional
+ * connection there and close their idle ones to it at transaction end
+ * (cj_budget_should_close), as for the budget's own waiters.  Never throws.
+ */
+extern void cj_budget_slot_wait(int token, bool waiting);
+
+/*
  * cj_budget_should_close: whether an idle cached connection (slot, holding
  * token, last used at last_used) should close now: other sessions wait for
- * its node, or it is one beyond a server's first (slot > 0) and has been
- * idle for colojoin.idle_connection_timeout.
+ * its node (its budget or a free slot on it), or it is one beyond a
+ * server's first (slot > 0) and has been idle for
+ * colojoin.idle_connection_timeout or there is no shared budget at all.
  */
 extern bool cj_budget_should_close(int token, int slot, TimestampTz last_used,
 								   TimestampTz now);

@@ -35,6 +35,7 @@
 #include "access/xact.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
+#include "common/pg_prng.h"
 #include "foreign/foreign.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -55,8 +56,10 @@
 #include "remote/conn_budget.h"
 #include "remote/connection.h"
 #include "remote/deadlock.h"
+#include "remote/node_health.h"
 #include "remote/twophase.h"
 #include "util/options.h"
+#include "util/settings.h"
 
 /* how long abort processing waits for a node before closing the connection */
 #define CJ_CLEANUP_TIMEOUT_MS	5000
@@ -508,6 +511,8 @@ side_connection(CjConnection *c)
 								   CJ_SIDE_SLOT, true);
 	char	   *why;
 
+	if (s->conn == NULL && cj_node_busy_recently(c->key.serverid))
+		return NULL;
 	if (s->conn == NULL && s->budget_token == CJ_BUDGET_NONE)
 	{
 		s->budget_token = cj_budget_acquire(c->key.serverid,
@@ -1275,14 +1280,340 @@ notice_receiver(void *arg, const PGresult *res)
 }
 
 /*
+ * What an attempt to connect met.  Only a node that did not answer at all
+ * is down: one that answered with an error is up and holds its data, and
+ * is either full for now or refusing this role.
+ */
+typedef enum CjConnectFailure
+{
+	CJ_CONNECT_UNREACHABLE,		/* no server answered: refused, timeout, DNS */
+	CJ_CONNECT_BUSY,			/* 53300 no free slot, 57P03 starting up or
+								 * shutting down */
+	CJ_CONNECT_REFUSED			/* any other error the server sent: 28xxx,
+								 * 3D000, ... */
+} CjConnectFailure;
+
+/* what a caller wants done when the node does not let it connect */
+typedef enum CjConnectMode
+{
+	CJ_CONNECT_WAIT,			/* a busy node is waited for; any failure is
+								 * an ERROR */
+	CJ_CONNECT_SKIP_BUSY,		/* a busy node: NULL at once (the caller does
+								 * without); other failures ERRORs */
+	CJ_CONNECT_PROBE,			/* a busy node is waited for; an unreachable
+								 * one is NULL with the reason; a refusal is
+								 * an ERROR */
+	CJ_CONNECT_QUIET			/* no waiting: whatever the failure, NULL with
+								 * the reason */
+} CjConnectMode;
+
+/* a busy node is asked again after this long at first, then twice as long */
+#define CJ_BUSY_FIRST_RETRY_MS	10
+#define CJ_BUSY_MAX_RETRY_MS	250
+
+/* one libpq attempt's failure: its class, SQLSTATE ("" when none), text */
+typedef struct CjConnectError
+{
+	CjConnectFailure kind;
+	char		sqlstate[6];
+	char	   *message;		/* libpq's message, as its default verbosity
+								 * would have put it */
+} CjConnectError;
+
+/*
+ * classify_connect_error
+ *		Why libpq could not connect, from its error message.  libpq keeps an
+ *		error the server sent during start-up only as text; under
+ *		PQERRORS_VERBOSE its line reads "SEVERITY:  SQLSTATE: message" and
+ *		a "LOCATION:  " line follows.  libpq tries a host's addresses (and
+ *		hosts) in turn, each attempt adding its lines: the last code found
+ *		is the one that counts.  The message is given back without codes and
+ *		LOCATION lines.
+ */
+static void
+classify_connect_error(const char *msg, CjConnectError *err)
+{
+	StringInfoData clean;
+	const char *line = msg;
+
+	initStringInfo(&clean);
+	err->sqlstate[0] = '\0';
+	while (*line != '\0')
+	{
+		const char *eol = strchr(line, '\n');
+		int			len = eol ? eol - line : strlen(line);
+		int			i;
+		int			code_at = -1;
+
+		if (strncmp(line, "LOCATION:  ", 11) != 0)
+		{
+			/* ":  " then five code characters then ": " */
+			for (i = 0; i + 10 <= len; i++)
+			{
+				int			j;
+
+				if (strncmp(line + i, ":  ", 3) != 0 ||
+					strncmp(line + i + 8, ": ", 2) != 0)
+					continue;
+				for (j = 3; j < 8; j++)
+					if (!((line[i + j] >= '0' && line[i + j] <= '9') ||
+						  (line[i + j] >= 'A' && line[i + j] <= 'Z')))
+						break;
+				if (j == 8)
+				{
+					code_at = i + 3;
+					break;
+				}
+			}
+			if (code_at >= 0)
+			{
+				memcpy(err->sqlstate, line + code_at, 5);
+				err->sqlstate[5] = '\0';
+				appendBinaryStringInfo(&clean, line, code_at);
+				appendBinaryStringInfo(&clean, line + code_at + 7,
+									   len - code_at - 7);
+			}
+			else
+				appendBinaryStringInfo(&clean, line, len);
+			appendStringInfoChar(&clean, '\n');
+		}
+		line += len;
+		if (*line == '\n')
+			line++;
+	}
+	while (clean.len > 0 && (clean.data[clean.len - 1] == '\n' ||
+							 clean.data[clean.len - 1] == ' '))
+		clean.data[--clean.len] = '\0';
+	if (clean.len > 0)
+		err->message = clean.data;
+	else
+	{
+		pfree(clean.data);
+		err->message = pstrdup("connection failed without a message");
+	}
+
+	if (err->sqlstate[0] == '\0')
+		err->kind = CJ_CONNECT_UNREACHABLE;
+	else if (strcmp(err->sqlstate, "53300") == 0 ||
+			 strcmp(err->sqlstate, "57P03") == 0)
+		err->kind = CJ_CONNECT_BUSY;
+	else
+		err->kind = CJ_CONNECT_REFUSED;
+}
+
+/*
+ * libpq_connect
+ *		One attempt: start a libpq connection with these options and poll it
+ *		until it is up or failed, interruptibly (cancel, statement_timeout).
+ *		On failure, NULL with *err filled in.
+ */
+static PGconn *
+libpq_connect(const char *const *keywords, const char *const *values,
+			  const char *servername, CjConnectError *err)
+{
+	PGconn	   *volatile conn;
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+	conn = PQconnectStartParams(keywords, values, false);
+	if (conn == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory while connecting to node \"%s\"",
+						servername)));
+	/* so that the server's SQLSTATE reaches the message (above) */
+	PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+
+	PG_TRY();
+	{
+		if (PQstatus(conn) == CONNECTION_BAD)
+			st = PGRES_POLLING_FAILED;
+		while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED)
+		{
+			pgsocket	sock = PQsocket(conn);
+			int			events;
+			int			rc;
+
+			if (sock == PGINVALID_SOCKET)
+			{
+				st = PGRES_POLLING_FAILED;
+				break;
+			}
+			events = (st == PGRES_POLLING_READING) ?
+				WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
+			rc = WaitLatchOrSocket(MyLatch,
+								   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
+								   sock, -1L, PG_WAIT_EXTENSION);
+			if (rc & WL_LATCH_SET)
+			{
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
+			if (rc & events)
+				st = PQconnectPoll(conn);
+		}
+	}
+	PG_CATCH();
+	{
+		PQfinish(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	if (st == PGRES_POLLING_OK && PQstatus(conn) == CONNECTION_OK)
+	{
+		/* remote errors are read field by field; messages as by default */
+		PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
+		return conn;
+	}
+	classify_connect_error(PQerrorMessage(conn), err);
+	PQfinish(conn);
+	return NULL;
+}
+
+/*
+ * wait_for_slot
+ *		libpq_connect until the node lets this session in.  A node that is
+ *		full (or starting up) is asked again after a short, growing, jittered
+ *		sleep on the latch, for at most colojoin.connection_wait_timeout, and
+ *		only in the modes that wait; meanwhile the connection budget lets
+ *		the other sessions of this coordinator see the wait, so that they
+ *		close their idle connections to the node, and this one closes its
+ *		own.  NULL with *err when it gives up or the failure is another.
+ */
+static PGconn *
+wait_for_slot(CjConnection *c, ForeignServer *server,
+			  const char *const *keywords, const char *const *values,
+			  CjConnectMode mode, CjConnectError *err, long *waited_ms)
+{
+	PGconn	   *volatile conn = NULL;
+	volatile bool registered = false;
+	TimestampTz start = GetCurrentTimestamp();
+	long		delay_ms = CJ_BUSY_FIRST_RETRY_MS;
+
+	*waited_ms = 0;
+	err->message = NULL;
+	PG_TRY();
+	{
+		for (;;)
+		{
+			long		sleep_ms;
+			long		secs;
+			int			usecs;
+
+			/* a long wait keeps only the last attempt's message */
+			if (err->message != NULL)
+			{
+				pfree(err->message);
+				err->message = NULL;
+			}
+			conn = libpq_connect(keywords, values, server->servername, err);
+			if (conn != NULL || err->kind != CJ_CONNECT_BUSY)
+				break;
+			cj_node_note_busy(server->serverid);
+			if (mode != CJ_CONNECT_WAIT && mode != CJ_CONNECT_PROBE)
+				break;
+			TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
+			*waited_ms = secs * 1000 + usecs / 1000;
+			/* jittered, so that sessions refused together do not ask together */
+			sleep_ms = delay_ms / 2 +
+				(long) (pg_prng_double(&pg_global_prng_state) * (delay_ms / 2));
+			if (colojoin_connection_wait_timeout > 0)
+			{
+				if (*waited_ms >= colojoin_connection_wait_timeout)
+					break;
+				sleep_ms = Min(sleep_ms,
+							   colojoin_connection_wait_timeout - *waited_ms);
+			}
+			if (!registered)
+			{
+				cj_budget_slot_wait(c->budget_token, true);
+				registered = true;
+			}
+			cj_conn_close_idle();
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 Max(sleep_ms, 1), PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+			delay_ms = Min(delay_ms * 2, CJ_BUSY_MAX_RETRY_MS);
+		}
+	}
+	PG_FINALLY();
+	{
+		if (registered)
+			cj_budget_slot_wait(c->budget_token, false);
+	}
+	PG_END_TRY();
+	if (conn != NULL && err->message != NULL)
+	{
+		pfree(err->message);
+		err->message = NULL;
+	}
+	return conn;
+}
+
+/*
+ * report_connect_failure
+ *		ERROR for a connection the node did not let us open, by what it met:
+ *		an unreachable node is a connection failure (failover and stale
+ *		placements start from that code), a full one a timeout, a refusal
+ *		the node's own error, which names the role: nothing about the node
+ *		or its placements follows from it.
+ */
+static void
+report_connect_failure(CjConnection *c, ForeignServer *server,
+					   CjConnectError *err, long waited_ms)
+{
+	char	   *where = cj_server_address(server->serverid);
+
+	if (err->kind == CJ_CONNECT_UNREACHABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to node \"%s\"", server->servername),
+				 errdetail_internal("%s: %s", where, err->message)));
+	if (err->kind == CJ_CONNECT_BUSY && strcmp(err->sqlstate, "57P03") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CANNOT_CONNECT_NOW),
+				 errmsg("node \"%s\" did not accept connections for %ld ms",
+						server->servername, waited_ms),
+				 errdetail_internal("%s: %s", where, err->message),
+				 errhint("The node is starting up or shutting down; raise colojoin.connection_wait_timeout to wait longer.")));
+	if (err->kind == CJ_CONNECT_BUSY)
+		ereport(ERROR,
+				(errcode(ERRCODE_TOO_MANY_CONNECTIONS),
+				 errmsg("node \"%s\" had no free connection slot for %ld ms",
+						server->servername, waited_ms),
+				 errdetail_internal("%s: %s", where, err->message),
+				 errhint("Raise the node's max_connections (or the CONNECTION LIMIT of the role or database there), lower colojoin.max_connections_per_node or colojoin.node_connection_budget so that this coordinator's sessions leave room for each other and for other clients, or raise colojoin.connection_wait_timeout.")));
+	{
+		char	   *role = GetUserNameFromId(c->key.userid, true);
+		const char *s = err->sqlstate;
+
+		ereport(ERROR,
+				(errcode(MAKE_SQLSTATE(s[0], s[1], s[2], s[3], s[4])),
+				 errmsg("node \"%s\" refused the connection of role \"%s\"",
+						server->servername, role ? role : "?"),
+				 errdetail_internal("%s: %s", where, err->message),
+				 strncmp(s, "28", 2) == 0 ?
+				 errhint("Check the user and password of the user mapping of role \"%s\" for server \"%s\", and the node's pg_hba.conf.",
+						 role ? role : "?", server->servername) :
+				 strcmp(s, "3D000") == 0 ?
+				 errhint("Check the dbname option of server \"%s\".",
+						 server->servername) : 0));
+	}
+}
+
+/*
  * connect_node_raw
  *		Open a libpq connection for userid to the server, from the server's
  *		and user mapping's libpq options only, polling so that cancel and
  *		statement_timeout interrupt a slow connect.  Enforces the password
- *		rule for non-superusers and applies the session settings.
+ *		rule for non-superusers and applies the session settings.  What a
+ *		failure to connect does depends on mode (CjConnectMode); NULL, with
+ *		the reason in *reason, only where mode says so.
  */
 static PGconn *
-connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um)
+connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um,
+				 CjConnectMode mode, char **reason)
 {
 	Oid			userid = c->key.userid;
 	bool		check_password;
@@ -1291,6 +1622,8 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um)
 	int			n = 0;
 	ListCell   *lc;
 	PGconn	   *volatile conn;
+	CjConnectError err;
+	long		waited_ms;
 
 	check_password = !superuser_arg(userid) && mapping_requires_password(um);
 
@@ -1341,53 +1674,26 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um)
 	keywords[n] = NULL;
 	values[n] = NULL;
 
-	conn = PQconnectStartParams(keywords, values, false);
+	conn = wait_for_slot(c, server, keywords, values, mode, &err, &waited_ms);
+	pfree(keywords);
+	pfree(values);
 	if (conn == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory while connecting to node \"%s\"",
-						server->servername)));
+	{
+		if (mode == CJ_CONNECT_QUIET ||
+			(mode == CJ_CONNECT_SKIP_BUSY && err.kind == CJ_CONNECT_BUSY) ||
+			(mode == CJ_CONNECT_PROBE && err.kind == CJ_CONNECT_UNREACHABLE))
+		{
+			*reason = psprintf("could not connect to node \"%s\": %s: %s",
+							   server->servername,
+							   cj_server_address(server->serverid),
+							   err.message);
+			return NULL;
+		}
+		report_connect_failure(c, server, &err, waited_ms);
+	}
 
 	PG_TRY();
 	{
-		PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-
-		if (PQstatus(conn) == CONNECTION_BAD)
-			st = PGRES_POLLING_FAILED;
-		while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED)
-		{
-			pgsocket	sock = PQsocket(conn);
-			int			events;
-			int			rc;
-
-			if (sock == PGINVALID_SOCKET)
-			{
-				st = PGRES_POLLING_FAILED;
-				break;
-			}
-			events = (st == PGRES_POLLING_READING) ?
-				WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
-			rc = WaitLatchOrSocket(MyLatch,
-								   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | events,
-								   sock, -1L, PG_WAIT_EXTENSION);
-			if (rc & WL_LATCH_SET)
-			{
-				ResetLatch(MyLatch);
-				CHECK_FOR_INTERRUPTS();
-			}
-			if (rc & events)
-				st = PQconnectPoll(conn);
-		}
-
-		if (st == PGRES_POLLING_FAILED || PQstatus(conn) != CONNECTION_OK)
-			ereport(ERROR,
-					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-					 errmsg("could not connect to node \"%s\"",
-							server->servername),
-					 errdetail_internal("%s: %s",
-										cj_server_address(server->serverid),
-										conn_error_message(conn))));
-
 		if (check_password && !PQconnectionUsedPassword(conn))
 			ereport(ERROR,
 					(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
@@ -1422,8 +1728,6 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um)
 	}
 	PG_END_TRY();
 
-	pfree(keywords);
-	pfree(values);
 	return conn;
 }
 
@@ -1433,11 +1737,15 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um)
  *		the connection counts from before it is opened until
  *		close_connection, or until the attempt fails.  A caller that already
  *		took the share (an optional connection, get_connection) leaves it in
- *		budget_token.  May wait for the budget; its timeout is an ERROR
- *		other than ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION.
+ *		budget_token.  May wait for the budget, and for a free slot on a
+ *		full node; their timeouts are ERRORs (ERRCODE_TOO_MANY_CONNECTIONS),
+ *		never ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, which is
+ *		kept for a node that could not be reached.  NULL (the share given
+ *		back) where mode allows it; see CjConnectMode.
  */
 static PGconn *
-connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
+connect_node(CjConnection *c, ForeignServer *server, UserMapping *um,
+			 CjConnectMode mode, char **reason)
 {
 	PGconn	   *conn;
 
@@ -1446,7 +1754,7 @@ connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
 											server->servername, false);
 	PG_TRY();
 	{
-		conn = connect_node_raw(c, server, um);
+		conn = connect_node_raw(c, server, um, mode, reason);
 	}
 	PG_CATCH();
 	{
@@ -1454,6 +1762,11 @@ connect_node(CjConnection *c, ForeignServer *server, UserMapping *um)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	if (conn == NULL)
+	{
+		cj_budget_release(&c->budget_token);
+		return NULL;
+	}
 	cj_budget_rekey(&c->budget_token, c->key.serverid);
 	c->max_prepared = -1;
 
@@ -1902,7 +2215,14 @@ get_connection(Oid serverid, Oid userid, int slot, char **begin_sql,
 		reset_xact_state(c);
 		if (optional)
 		{
-			/* no room in the budget: the caller does without */
+			char	   *why;
+
+			/*
+			 * No room in the budget, or no free slot on the node (now, or
+			 * moments ago): the caller does without.
+			 */
+			if (cj_node_busy_recently(serverid))
+				return NULL;
 			c->budget_token = cj_budget_acquire(serverid, server->servername,
 												true);
 			if (c->budget_token == CJ_BUDGET_REFUSED)
@@ -1910,8 +2230,11 @@ get_connection(Oid serverid, Oid userid, int slot, char **begin_sql,
 				c->budget_token = CJ_BUDGET_NONE;
 				return NULL;
 			}
+			if (connect_node(c, server, um, CJ_CONNECT_SKIP_BUSY, &why) == NULL)
+				return NULL;
 		}
-		connect_node(c, server, um);
+		else
+			connect_node(c, server, um, CJ_CONNECT_WAIT, NULL);
 	}
 	else if (PQstatus(c->conn) != CONNECTION_OK)
 		report_connection_lost(c, NULL);
@@ -1956,7 +2279,8 @@ get_connection(Oid serverid, Oid userid, int slot, char **begin_sql,
 			{
 				ForeignServer *server = GetForeignServer(serverid);
 
-				connect_node(c, server, lookup_user_mapping(userid, server));
+				connect_node(c, server, lookup_user_mapping(userid, server),
+							 CJ_CONNECT_WAIT, NULL);
 				begin_remote_xact(c);
 			}
 		}
@@ -3195,22 +3519,20 @@ cj_copy_rows(CjConnection *src, const char *copy_out_sql,
  */
 
 /*
- * cj_conn_try_connect
- *		See connection.h: make sure the slot has a connection to its node,
- *		opening one if need be, without starting a remote transaction.
- *		false (with the reason in *reason) when the node cannot be reached;
- *		any other error (a missing user mapping, a cancel) is thrown as
- *		usual.  Catching the connect error is safe here: connect_node holds
- *		no resources when it reports that the node did not answer.
+ * try_connect
+ *		Make sure the slot has a connection to its node, opening one if need
+ *		be, without starting a remote transaction: true when it has one,
+ *		false with the reason in *reason when mode (CJ_CONNECT_PROBE or
+ *		CJ_CONNECT_QUIET) lets a failure to connect be an answer.  Any other
+ *		error (a missing user mapping, a cancel) is thrown as usual.
  */
-bool
-cj_conn_try_connect(Oid serverid, Oid userid, int slot, char **reason)
+static bool
+try_connect(Oid serverid, Oid userid, int slot, CjConnectMode mode,
+			char **reason)
 {
 	CjConnection *c = lookup_entry(serverid, userid, slot, true);
 	ForeignServer *server;
 	UserMapping *um;
-	MemoryContext oldcxt = CurrentMemoryContext;
-	volatile bool ok = true;
 
 	*reason = NULL;
 	if (c->conn != NULL && PQstatus(c->conn) == CONNECTION_OK)
@@ -3230,25 +3552,19 @@ cj_conn_try_connect(Oid serverid, Oid userid, int slot, char **reason)
 												ObjectIdGetDatum(serverid));
 	c->invalidated = false;
 	reset_xact_state(c);
-	PG_TRY();
-	{
-		connect_node(c, server, um);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
+	return connect_node(c, server, um, mode, reason) != NULL;
+}
 
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION)
-			PG_RE_THROW();
-		FlushErrorState();
-		*reason = edata->detail ? psprintf("%s: %s", edata->message, edata->detail) :
-			edata->message;
-		ok = false;
-	}
-	PG_END_TRY();
-	return ok;
+/*
+ * cj_conn_try_connect
+ *		See connection.h: false (with why) only for a node that cannot be
+ *		reached; a full node is waited for, and a node that refuses the
+ *		role's login is that role's error, not the node's failure.
+ */
+bool
+cj_conn_try_connect(Oid serverid, Oid userid, int slot, char **reason)
+{
+	return try_connect(serverid, userid, slot, CJ_CONNECT_PROBE, reason);
 }
 
 /*
@@ -3623,7 +3939,10 @@ cj_conn_collect(CjConnection *conn, const char *sql, const char *context)
 /*
  * cj_conn_open_raw
  *		See connection.h: an open connection of slot outside any remote
- *		transaction, or NULL (why in *reason) when the node is unreachable.
+ *		transaction, or NULL (why in *reason) when there is none to be had
+ *		now: the node is unreachable, full or refuses the login.  Its
+ *		callers ask the node something they can do without, so it never
+ *		waits for a free slot.
  */
 PGconn *
 cj_conn_open_raw(Oid serverid, Oid userid, int slot, char **reason)
@@ -3634,7 +3953,7 @@ cj_conn_open_raw(Oid serverid, Oid userid, int slot, char **reason)
 	opening_raw = true;
 	PG_TRY();
 	{
-		ok = cj_conn_try_connect(serverid, userid, slot, reason);
+		ok = try_connect(serverid, userid, slot, CJ_CONNECT_QUIET, reason);
 	}
 	PG_FINALLY();
 	{

@@ -28,6 +28,15 @@ typedef struct CjConnection CjConnection;
  * user) exports its snapshot and the others import it, so every
  * connection to one node sees the same data.
  * The connection is idle when returned.
+ *
+ * Opening one, a node that answers "too many clients" (53300) or "starting
+ * up / shutting down" (57P03) is busy, not down: the session waits for a
+ * free slot, at most colojoin.connection_wait_timeout, then ERRORs with
+ * ERRCODE_TOO_MANY_CONNECTIONS (ERRCODE_CANNOT_CONNECT_NOW).  Any other
+ * error the node sends (a failed login, a missing database) is the ERROR
+ * of this role, with the node's SQLSTATE.  Only a node that does not
+ * answer at all fails with
+ * ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION.
  */
 extern CjConnection *cj_get_connection(Oid serverid, Oid userid, int slot);
 
@@ -44,8 +53,9 @@ extern CjConnection *cj_get_connection_deferred(Oid serverid, Oid userid,
 /*
  * cj_get_connection_optional: the same as cj_get_connection, except that it
  * returns NULL where a connection would have to be opened and the node's
- * connection budget (conn_budget.h) has no room for it now: for a scan's
- * extra connections, which it can do without.
+ * connection budget (conn_budget.h) has no room for it now, or the node
+ * has no free slot (now, or had none moments ago): for a scan's extra
+ * connections, which it can do without.
  */
 extern CjConnection *cj_get_connection_optional(Oid serverid, Oid userid,
 												int slot);
@@ -148,7 +158,9 @@ extern uint64 cj_conn_xact_id(Oid serverid, Oid userid, int slot);
 /*
  * Failover (executor.c): cj_conn_try_connect opens the slot's connection
  * if need be, without a remote transaction, and says false (with why) when
- * the node cannot be reached instead of throwing; cj_conn_is_lost tells a
+ * the node cannot be reached instead of throwing; a busy node is waited
+ * for and a refused login is an ERROR, as in cj_get_connection, since
+ * neither says the node is down.  cj_conn_is_lost tells a
  * connection whose node went away; cj_conn_abandon lets a scan walk away
  * from one whose remote transaction only read.
  */
@@ -247,7 +259,10 @@ extern void cj_conn_set_cursor_open(CjConnection *conn, bool open);
  * cj_conn_note_temp: a move created temporary tables through conn.
  */
 extern CjConnection *cj_get_write_connection(Oid serverid, Oid userid);
-/* the same, or NULL with the reason when the node cannot be reached */
+/*
+ * the same, or NULL with the reason when the node cannot be reached (only
+ * then: a busy node is waited for, a refused login is an ERROR)
+ */
 extern CjConnection *cj_try_write_connection(Oid serverid, Oid userid,
 											 char **reason);
 extern int	cj_write_slot(Oid serverid, Oid userid);
@@ -267,7 +282,9 @@ extern PGresult *cj_conn_collect(CjConnection *conn, const char *sql,
 
 /*
  * cj_conn_open_raw: slot's connection, open and outside any remote
- * transaction (for recovery's COMMIT PREPARED), or NULL with the reason.
+ * transaction (for recovery's COMMIT PREPARED), or NULL with the reason
+ * when the node cannot be reached, is full or refuses the login; it never
+ * waits for a free slot.
  */
 extern PGconn *cj_conn_open_raw(Oid serverid, Oid userid, int slot,
 								char **reason);

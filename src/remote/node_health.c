@@ -6,6 +6,13 @@
  *	  the executor for colojoin.node_failure_memory, wherever another
  *	  placement of the same partition class can serve.
  *
+ *	  And a shorter one of busy nodes: a server that answered a connection
+ *	  attempt with "no free slot" (or "starting up") is up, never a
+ *	  failure; for CJ_BUSY_MEMORY_MS this session opens no connection there
+ *	  that it can do without, so that it neither makes the node fork
+ *	  backends only to refuse them nor takes a freed slot from a session
+ *	  that waits for its first one.
+ *
  *	  The memory is per backend: each session learns of a failure the first
  *	  time it meets it, pays for it once (a refused connection, or one task
  *	  re-run), and then goes around the node until the memory fades and it
@@ -24,6 +31,9 @@
 
 int			colojoin_node_failure_memory = 30000;
 
+/* how long a node's "no free slot" keeps optional connections away */
+#define CJ_BUSY_MEMORY_MS	1000
+
 typedef struct CjNodeFailure
 {
 	Oid			serverid;
@@ -31,21 +41,29 @@ typedef struct CjNodeFailure
 } CjNodeFailure;
 
 static HTAB *failures = NULL;
+/* the same entries, for nodes that said they had no free slot */
+static HTAB *busy = NULL;
 
 static HTAB *
-failure_table(void)
+node_table(HTAB **table, const char *name)
 {
-	if (failures == NULL)
+	if (*table == NULL)
 	{
 		HASHCTL		ctl;
 
 		ctl.keysize = sizeof(Oid);
 		ctl.entrysize = sizeof(CjNodeFailure);
 		ctl.hcxt = TopMemoryContext;
-		failures = hash_create("colojoin node failures", 16, &ctl,
-							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		*table = hash_create(name, 16, &ctl,
+							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	return failures;
+	return *table;
+}
+
+static HTAB *
+failure_table(void)
+{
+	return node_table(&failures, "colojoin node failures");
 }
 
 void
@@ -78,6 +96,35 @@ cj_node_failed_recently(Oid serverid)
 								   colojoin_node_failure_memory))
 	{
 		hash_search(failures, &serverid, HASH_REMOVE, NULL);
+		return false;
+	}
+	return true;
+}
+
+void
+cj_node_note_busy(Oid serverid)
+{
+	bool		found;
+	CjNodeFailure *f = hash_search(node_table(&busy, "colojoin busy nodes"),
+								   &serverid, HASH_ENTER, &found);
+
+	f->failed_at = GetCurrentTimestamp();
+}
+
+bool
+cj_node_busy_recently(Oid serverid)
+{
+	CjNodeFailure *f;
+
+	if (busy == NULL)
+		return false;
+	f = hash_search(busy, &serverid, HASH_FIND, NULL);
+	if (f == NULL)
+		return false;
+	if (TimestampDifferenceExceeds(f->failed_at, GetCurrentTimestamp(),
+								   CJ_BUSY_MEMORY_MS))
+	{
+		hash_search(busy, &serverid, HASH_REMOVE, NULL);
 		return false;
 	}
 	return true;

@@ -2,7 +2,9 @@
  *
  * node_health.h
  *	  Which nodes failed moments ago, so that plans and scans go around
- *	  them while another placement can serve.
+ *	  them while another placement can serve; and which had no free
+ *	  connection slot moments ago, so that scans do not ask them for more
+ *	  connections than they need.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,5 +24,12 @@ extern void cj_node_note_success(Oid serverid);
 
 /* serverid failed less than colojoin.node_failure_memory ago */
 extern bool cj_node_failed_recently(Oid serverid);
+
+/*
+ * serverid answered a connection attempt with "no free slot" or "starting
+ * up": it is up, but optional connections keep away for a moment
+ */
+extern void cj_node_note_busy(Oid serverid);
+extern bool cj_node_busy_recently(Oid serverid);
 
 #endif							/* COLOJOIN_NODE_HEALTH_H */

@@ -17,8 +17,8 @@ use Test::More ();
 
 our @EXPORT =
   qw(cj_new_node cj_new_cluster cj_explain cj_query cj_session cj_lock_tables
-  cj_pair_tables cj_colojoin_connections cj_wait_colojoin_connections
-  cj_connection_sampler);
+  cj_pair_tables cj_pair_pgbench_script cj_colojoin_connections
+  cj_wait_colojoin_connections cj_connection_sampler cj_fill_connections);
 
 # Settings every test server gets: small, fast, and UTF8 whatever the locale.
 my $common_conf = <<'CONF';
@@ -60,7 +60,9 @@ done in database "postgres", plus nodes => N (default 2) servers; on the
 coordinator, foreign servers n1 .. nN point at them, with a user mapping for
 the current user.  conf => 'text' goes into the coordinator's
 postgresql.conf, node_conf => 'text' into every node's (max_connections =
-40, say).  Returns a hash reference:
+40, say).  preload => 0 loads colojoin on the coordinator through
+session_preload_libraries instead of shared_preload_libraries (no shared
+memory, hence no shared connection budget).  Returns a hash reference:
 { coordinator => $node, nodes => [ $node1, ... ], servers => [ 'n1', ... ] }.
 
 =cut
@@ -70,9 +72,11 @@ sub cj_new_cluster
 	my (%opts) = @_;
 	my $nnodes = $opts{nodes} // 2;
 	my $prefix = $opts{name} // 'cj';
+	my $preload = $opts{preload} // 1;
 	my $coord = cj_new_node("${prefix}_coordinator",
-		preload => 1,
-		conf => $opts{conf});
+		preload => $preload,
+		conf => ($preload ? '' : "session_preload_libraries = 'colojoin'\n")
+		  . ($opts{conf} // ''));
 	my (@nodes, @servers);
 	my $sql = "CREATE EXTENSION colojoin CASCADE;\n";
 	for my $i (1 .. $nnodes)
@@ -194,6 +198,83 @@ INSERT INTO b SELECT * FROM lb;
 ANALYZE a, b, la, lb;
 });
 	return;
+}
+
+=pod
+
+=head1 cj_pair_pgbench_script($coord, $name)
+
+A pgbench script (written into $coord's base directory as $name.sql, its
+path returned) for the tables of cj_pair_tables: each transaction runs a
+fan-out join of a and b (every class, on every node) and a point lookup,
+each compared with the same query over la and lb; a difference divides by
+zero, failing the client.
+
+=cut
+
+sub cj_pair_pgbench_script
+{
+	my ($coord, $name) = @_;
+	my $script = <<'SCRIPT';
+\set k random(0, 520)
+SELECT count(*) AS c1, coalesce(sum(b.w), 0) AS s1 FROM a LEFT JOIN b ON a.k = b.k AND b.w > :k \gset
+SELECT count(*) AS c2, coalesce(sum(lb.w), 0) AS s2 FROM la LEFT JOIN lb ON la.k = lb.k AND lb.w > :k \gset
+\if :c1 != :c2 or :s1 != :s2
+SELECT 1 / 0 AS fan_out_join_differs;
+\endif
+SELECT count(*) AS c3, coalesce(sum(b.w), 0) AS s3 FROM a JOIN b ON a.k = b.k WHERE a.k = :k \gset
+SELECT count(*) AS c4, coalesce(sum(lb.w), 0) AS s4 FROM la JOIN lb ON la.k = lb.k WHERE la.k = :k \gset
+\if :c3 != :c4 or :s3 != :s4
+SELECT 1 / 0 AS point_lookup_differs;
+\endif
+SCRIPT
+	my $file = $coord->basedir . "/$name.sql";
+	PostgreSQL::Test::Utils::append_to_file($file, $script);
+	return $file;
+}
+
+=pod
+
+=head1 cj_fill_connections($node)
+
+Sessions on $node (database "postgres", as the test's superuser) that hold
+every one of its max_connections: any new connection, a superuser's too, is
+refused with "sorry, too many clients already" until one of them quits
+($_->quit).  Returns a reference to the list of sessions.  Nothing else may
+hold a connection to $node meanwhile (wait for colojoin's to close first,
+cj_wait_colojoin_connections); other clients' connections on their way out
+are waited for.
+
+=cut
+
+sub cj_fill_connections
+{
+	my ($node) = @_;
+	my @holders = (cj_session($node));
+	my $deadline = time() + $PostgreSQL::Test::Utils::timeout_default;
+	while (time() < $deadline)
+	{
+		# the node's client backends, and how many slots are left
+		my ($clients, $free) = split /\|/,
+		  $holders[0]->query_safe(
+			"SELECT count(*), current_setting('max_connections')::int - count(*) "
+			  . "FROM pg_stat_activity WHERE backend_type = 'client backend'");
+		return \@holders if $free <= 0 && $clients == @holders;
+		# a backend of another client still on its way out: look again
+		next if $clients > @holders;
+		my $session = eval { cj_session($node) };
+		if ($session)
+		{
+			push @holders, $session;
+		}
+		else
+		{
+			# refused: a backend that left pg_stat_activity still held its
+			# slot for a moment
+			die $@ unless $@ =~ /process ended prematurely/;
+		}
+	}
+	die 'could not take every connection of ' . $node->name;
 }
 
 =pod

@@ -70,22 +70,8 @@ my @baseline = map { $_->safe_psql('postgres', $all_clients) } @nodes;
 # --- 48 clients, nodes at max_connections = 40 -----------------------------
 
 # Each transaction runs a fan-out join and a point lookup and compares them
-# with their local twins; a difference divides by zero, failing the client.
-my $script = <<'SCRIPT';
-\set k random(0, 520)
-SELECT count(*) AS c1, coalesce(sum(b.w), 0) AS s1 FROM a LEFT JOIN b ON a.k = b.k AND b.w > :k \gset
-SELECT count(*) AS c2, coalesce(sum(lb.w), 0) AS s2 FROM la LEFT JOIN lb ON la.k = lb.k AND lb.w > :k \gset
-\if :c1 != :c2 or :s1 != :s2
-SELECT 1 / 0 AS fan_out_join_differs;
-\endif
-SELECT count(*) AS c3, coalesce(sum(b.w), 0) AS s3 FROM a JOIN b ON a.k = b.k WHERE a.k = :k \gset
-SELECT count(*) AS c4, coalesce(sum(lb.w), 0) AS s4 FROM la JOIN lb ON la.k = lb.k WHERE la.k = :k \gset
-\if :c3 != :c4 or :s3 != :s4
-SELECT 1 / 0 AS point_lookup_differs;
-\endif
-SCRIPT
-my $file = $coord->basedir . '/040_budget.sql';
-PostgreSQL::Test::Utils::append_to_file($file, $script);
+# with their local twins.
+my $file = cj_pair_pgbench_script($coord, '040_budget');
 
 # A lock on n1's shard of class 0 holds every join that got a connection to
 # n1 inside its scan: the budget is then all taken, by sessions that
