@@ -19,9 +19,13 @@ OBJS = \
 	src/metadata/metadata.o \
 	src/metadata/node_identity.o \
 	src/remote/conn_budget.o \
+	src/remote/conn_io.o \
+	src/remote/conn_open.o \
 	src/remote/connection.o \
+	src/remote/copy_stream.o \
 	src/remote/deadlock.o \
 	src/remote/node_health.o \
+	src/remote/remote_xact.o \
 	src/remote/row_decode.o \
 	src/remote/twophase.o \
 	src/operations/placement_health.o \

@@ -9,7 +9,8 @@
 #                                 includes the entry module
 #
 # The layers, bottom first (DESIGN.md "Layout" says what each owns).  A file
-# may include headers of its own folder and of folders earlier in the list;
+# may include headers of its own folder and of folders earlier in the list,
+# but never another folder's private *_internal.h;
 # src/colojoin.c, the entry module, is on top and has no header.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../src" || exit 2
@@ -52,6 +53,10 @@ for f in */*.c */*.h; do
 		fi
 		to=${RANK[$target]:--1}
 		[ "$target" != "$dir" ] && edges["$dir -> $target"]=$((${edges["$dir -> $target"]:-0} + 1))
+		if [ "$target" != "$dir" ] && [[ "$inc" == *_internal.h ]]; then
+			echo "check_layers: src/$f includes $inc, which is private to src/$target" >&2
+			bad=1
+		fi
 		if [ "$to" -lt 0 ]; then
 			echo "check_layers: src/$f includes $inc, outside every layer" >&2
 			bad=1
