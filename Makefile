@@ -44,6 +44,7 @@ OBJS = \
 	src/lateral.o \
 	src/write_guard.o \
 	src/twophase.o \
+	src/recovery_worker.o \
 	src/modify.o \
 	src/modify_exec.o \
 	src/insert_route.o \

@@ -45,6 +45,7 @@ bool		colojoin_enable_pre_aggregation = true;
 bool		colojoin_binary_results = true;
 bool		colojoin_binary_moves = true;
 bool		colojoin_drop_remote_shards_on = true;
+int			colojoin_recovery_interval = 60000;
 
 /* cached answer of colojoin_is_active; reset by namespace invalidations */
 typedef enum
@@ -230,6 +231,13 @@ define_settings(void)
 							60000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("colojoin.recovery_interval",
+							"How often a background worker resolves the transactions this coordinator left prepared on its nodes.",
+							"Needs colojoin in shared_preload_libraries.  Every interval, each database with the extension commits or rolls back, from its commit records, what a crash left between the two phases of a commit.  0 or -1 turns the worker off.",
+							&colojoin_recovery_interval,
+							60000, -1, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("colojoin");
 }
 
@@ -249,6 +257,7 @@ _PG_init(void)
 	cj_write_guard_init();
 	cj_modify_init();
 	cj_twophase_init();
+	cj_recovery_worker_init();
 	cj_read_after_write_init();
 	cj_size_cache_init();
 	cj_copy_from_init();

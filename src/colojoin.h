@@ -34,6 +34,7 @@ extern bool colojoin_enable_pre_aggregation;
 extern bool colojoin_binary_results;
 extern bool colojoin_binary_moves;
 extern bool colojoin_drop_remote_shards_on;
+extern int	colojoin_recovery_interval;
 
 /*
  * colojoin_is_active: true when the extension is installed in the current
@@ -55,5 +56,6 @@ extern void cj_combine_init(void);
 extern void cj_write_guard_init(void);
 extern void cj_copy_from_init(void);
 extern void cj_read_after_write_init(void);
+extern void cj_recovery_worker_init(void);
 
 #endif							/* COLOJOIN_H */
