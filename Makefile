@@ -25,6 +25,7 @@ OBJS = \
 	src/remote/copy_stream.o \
 	src/remote/deadlock.o \
 	src/remote/node_health.o \
+	src/remote/recovery_worker.o \
 	src/remote/remote_xact.o \
 	src/remote/row_decode.o \
 	src/remote/twophase.o \

@@ -78,8 +78,12 @@ INSERT INTO queries VALUES
 	('pruned', 'SELECT a.k, b.w FROM a JOIN b ON a.k = b.k WHERE a.k IN (3, 4, 5)'),
 	('with local', 'SELECT a.k, b.w, loc.name FROM a JOIN b ON a.k = b.k JOIN loc ON loc.k = a.k');
 
--- the defaults
+-- the defaults (but colojoin.recovery_interval, 0 in the test cluster:
+-- test/run_tests.sh turns the recovery worker off)
 SELECT name, setting FROM pg_settings WHERE name LIKE 'colojoin.%' ORDER BY name;
+-- the recovery worker's interval: 60s by default, reloaded, -1 and 0 off
+SELECT boot_val, unit, context, min_val, max_val FROM pg_settings
+WHERE name = 'colojoin.recovery_interval';
 SELECT name, (check_query(q)).* FROM queries ORDER BY name;
 
 --

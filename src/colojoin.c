@@ -30,6 +30,7 @@
 #include "remote/connection.h"
 #include "remote/deadlock.h"
 #include "remote/node_health.h"
+#include "remote/recovery_worker.h"
 #include "remote/twophase.h"
 #include "util/extension.h"
 #include "util/fdw_writes.h"
@@ -169,6 +170,13 @@ define_settings(void)
 							60000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("colojoin.recovery_interval",
+							"How often a background worker resolves the transactions this coordinator left prepared on its nodes.",
+							"Needs colojoin in shared_preload_libraries.  Every interval, each database with the extension commits or rolls back, from its commit records, what a crash left between the two phases of a commit.  0 or -1 turns the worker off.",
+							&colojoin_recovery_interval,
+							60000, -1, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("colojoin");
 }
 
@@ -189,6 +197,7 @@ _PG_init(void)
 	cj_write_guard_init();
 	cj_modify_init();
 	cj_twophase_init();
+	cj_recovery_worker_init();
 	cj_read_after_write_init();
 	cj_size_cache_init();
 	cj_copy_from_init();

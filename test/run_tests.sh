@@ -27,6 +27,8 @@
 #                                   (default /tmp/colojoin-tests-$CJ_PORT)
 #   CJ_NODES         number of nodes (default 3)
 #   CJ_SKIP_BUILD=1  do not run make / make install (use what is installed)
+#   CJ_RECOVERY_INTERVAL  colojoin.recovery_interval of the suites'
+#                    coordinator (default 0: no recovery worker)
 #   CJ_FUZZ_SEEDS    seeds of the fuzz test (default "1 2 3 4")
 #   CJ_FUZZ_COUNT    queries per seed (default 300)
 #   PG_CONFIG        pg_config of PostgreSQL 15
@@ -46,6 +48,10 @@ export CJ_PORT=${CJ_PORT:-26100}
 # groups a move would send), so a test that wants them makes them (ANALYZE)
 # instead of a background worker making them at some moment
 export CJ_AUTOVACUUM=${CJ_AUTOVACUUM:-off}
+# no recovery worker either: it would connect to the nodes at some moment,
+# beside the connections the suites count; test/t/061_recovery_worker.pl
+# turns it on where it tests it
+export CJ_RECOVERY_INTERVAL=${CJ_RECOVERY_INTERVAL:-0}
 export CJ_CLUSTER_DIR=${CJ_CLUSTER_DIR:-/tmp/colojoin-tests-$CJ_PORT}
 export CJ_NODES=${CJ_NODES:-3}
 

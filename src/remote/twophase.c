@@ -14,10 +14,13 @@
  *	  guessing: if the local transaction that prepared it is still running,
  *	  it is left alone; otherwise it is committed when its row exists and
  *	  rolled back when not.  Resolution runs at a backend's first
- *	  connection to a node and in colojoin.recover_prepared_transactions().
+ *	  connection to a node, in colojoin.recover_prepared_transactions(),
+ *	  and in the recovery worker (recovery_worker.c), which calls
+ *	  cj_twophase_recover_server for each node.
  *
  *	  This file decides and records; it does not hold connections or send
- *	  the protocol's commands during commit (connection.c does).
+ *	  the protocol's commands during commit (connection.c does), and it
+ *	  does not schedule recovery (recovery_worker.c does).
  *
  *-------------------------------------------------------------------------
  */
@@ -38,14 +41,17 @@
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/latch.h"
 #include "storage/lock.h"
 #include "storage/procarray.h"
+#include "storage/procsignal.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/wait_event.h"
 
 #include "metadata/metadata.h"
 #include "remote/connection.h"
@@ -353,6 +359,41 @@ local_xact_running(const char *gid, const char *prefix)
 	return TransactionIdIsInProgress(xid);
 }
 
+/*
+ * gid_owner
+ *		The role whose user mapping prepared gid (the user field of the name
+ *		cj_twophase_gid gave it), InvalidOid when it cannot be read.  On the
+ *		node, only the role that mapping logs in as (or a superuser) may
+ *		finish it.
+ */
+static Oid
+gid_owner(const char *gid, const char *prefix)
+{
+	uint64		fxid;
+	unsigned int serverid;
+	unsigned int userid;
+
+	if (sscanf(gid + strlen(prefix), UINT64_FORMAT "_%u_%u_", &fxid,
+			   &serverid, &userid) != 3)
+		return InvalidOid;
+	return (Oid) userid;
+}
+
+/*
+ * in_doubt
+ *		Whether gid's fate may be decided now: its local transaction has
+ *		ended, and its session is not finishing it itself.  The transaction
+ *		is tested first: once it is over, its commit records are final, and
+ *		a snapshot taken after this test sees them.  A session that has not
+ *		committed yet is always still running here, since its records are
+ *		written, and its xid taken, before anything is prepared.
+ */
+static bool
+in_doubt(const char *gid, const char *prefix)
+{
+	return !local_xact_running(gid, prefix) && !owner_finishing(gid, prefix);
+}
+
 /* the query listing a node's transactions this coordinator prepared */
 static char *
 prepared_gids_sql(const char *prefix)
@@ -369,44 +410,68 @@ prepared_gids_sql(const char *prefix)
 	return sql.data;
 }
 
-/* run a command outside any transaction; false (with why) on failure */
-static bool
-run_raw(PGconn *conn, const char *sql, char **why)
+/*
+ * exec_waiting
+ *		PQexec that also waits on the latch, so that a process asked to end
+ *		(SIGTERM at shutdown, pg_terminate_backend) leaves at once even when
+ *		the node does not answer: the recovery worker must not hold up a
+ *		shutdown, nor a DROP DATABASE (a ProcSignalBarrier is absorbed here).
+ *		A cancel is left for later: acting on it here would leave the
+ *		connection, which connection.c owns and caches, in the middle of a
+ *		command.  Returns the last result, NULL when nothing could be sent.
+ */
+static PGresult *
+exec_waiting(PGconn *conn, const char *sql)
 {
-	PGresult   *res = PQexec(conn, sql);
-	bool		ok = (PQresultStatus(res) == PGRES_COMMAND_OK);
+	PGresult   *last = NULL;
+	PGresult   *res;
 
-	if (!ok)
+	if (!PQsendQuery(conn, sql))
+		return NULL;
+	while (PQisBusy(conn))
 	{
-		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		int			rc;
 
-		/* resolved meanwhile by someone else: the outcome is the same */
-		if (state != NULL && strcmp(state, "42704") == 0)
-			ok = true;
-		else
-			*why = pstrdup(PQerrorMessage(conn));
+		rc = WaitLatchOrSocket(MyLatch,
+							   WL_LATCH_SET | WL_SOCKET_READABLE |
+							   WL_EXIT_ON_PM_DEATH,
+							   PQsocket(conn), -1L, PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+		{
+			ResetLatch(MyLatch);
+			if (ProcDiePending)
+				CHECK_FOR_INTERRUPTS();
+			/* DROP DATABASE and others wait for every process to absorb it */
+			if (ProcSignalBarrierPending && INTERRUPTS_CAN_BE_PROCESSED())
+				ProcessProcSignalBarrier();
+		}
+		if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
+			break;
 	}
-	PQclear(res);
-	return ok;
+	while ((res = PQgetResult(conn)) != NULL)
+	{
+		PQclear(last);
+		last = res;
+	}
+	return last;
 }
 
-int
-cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node, bool quiet,
-					List **report)
+/*
+ * list_prepared
+ *		The gids this coordinator prepared on conn's node, in gid order.  When
+ *		they cannot be listed: an ERROR, or when quiet a WARNING, NIL and *ok
+ *		false.
+ */
+static List *
+list_prepared(PGconn *conn, const char *prefix, const char *node, bool quiet,
+			  bool *ok)
 {
-	char	   *prefix = gid_prefix();
-	StringInfoData sql;
-	PGresult   *res;
-	List	   *candidates = NIL;
-	List	   *records;
-	ListCell   *lc;
-	Snapshot	snap;
-	int			n = 0;
+	PGresult   *res = exec_waiting(conn, prepared_gids_sql(prefix));
+	List	   *gids = NIL;
 	int			i;
 
-	initStringInfo(&sql);
-	res = PQexec(conn, prepared_gids_sql(prefix));
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+	*ok = (PQresultStatus(res) == PGRES_TUPLES_OK);
+	if (!*ok)
 	{
 		char	   *why = pstrdup(PQerrorMessage(conn));
 
@@ -416,18 +481,73 @@ cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node, bool quiet,
 				 errmsg("could not list the prepared transactions on node \"%s\"",
 						node),
 				 errdetail_internal("%s", why)));
-		return 0;
+		return NIL;
 	}
-
-	/* first decide which are over; only then look at the records */
 	for (i = 0; i < PQntuples(res); i++)
-	{
-		char	   *gid = PQgetvalue(res, i, 0);
+		gids = lappend(gids, pstrdup(PQgetvalue(res, i, 0)));
+	PQclear(res);
+	return gids;
+}
 
-		if (!local_xact_running(gid, prefix) && !owner_finishing(gid, prefix))
-			candidates = lappend(candidates, pstrdup(gid));
+typedef enum
+{
+	CJ_RAW_DONE,				/* the command did it */
+	CJ_RAW_GONE,				/* someone else finished the transaction first */
+	CJ_RAW_FAILED
+} CjRawOutcome;
+
+/* COMMIT or ROLLBACK PREPARED outside any transaction; why on failure */
+static CjRawOutcome
+run_raw(PGconn *conn, const char *sql, char **why)
+{
+	PGresult   *res = exec_waiting(conn, sql);
+	CjRawOutcome outcome = CJ_RAW_DONE;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		/*
+		 * Finished meanwhile by its own session or another recovery: the
+		 * outcome is the same, but it is not this call's to report.
+		 */
+		if (state != NULL && strcmp(state, "42704") == 0)
+			outcome = CJ_RAW_GONE;
+		else
+		{
+			*why = pstrdup(PQerrorMessage(conn));
+			outcome = CJ_RAW_FAILED;
+		}
 	}
 	PQclear(res);
+	return outcome;
+}
+
+int
+cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node, bool quiet,
+					Oid owner, List **report)
+{
+	char	   *prefix = gid_prefix();
+	StringInfoData sql;
+	List	   *gids;
+	List	   *candidates = NIL;
+	List	   *records;
+	ListCell   *lc;
+	Snapshot	snap;
+	bool		ok;
+	int			n = 0;
+
+	gids = list_prepared(conn, prefix, node, quiet, &ok);
+
+	/* first decide which are over; only then look at the records */
+	foreach(lc, gids)
+	{
+		char	   *gid = (char *) lfirst(lc);
+
+		if ((!OidIsValid(owner) || gid_owner(gid, prefix) == owner) &&
+			in_doubt(gid, prefix))
+			candidates = lappend(candidates, gid);
+	}
 	if (candidates == NIL)
 		return 0;
 
@@ -435,16 +555,19 @@ cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node, bool quiet,
 	records = read_records(snap, InvalidOid);
 	UnregisterSnapshot(snap);
 
+	initStringInfo(&sql);
 	foreach(lc, candidates)
 	{
 		char	   *gid = (char *) lfirst(lc);
 		bool		commit = string_member(records, gid);
 		char	   *why = NULL;
+		CjRawOutcome outcome;
 
 		resetStringInfo(&sql);
 		appendStringInfoString(&sql, commit ? "COMMIT PREPARED " : "ROLLBACK PREPARED ");
 		cj_append_literal(&sql, gid);
-		if (!run_raw(conn, sql.data, &why))
+		outcome = run_raw(conn, sql.data, &why);
+		if (outcome == CJ_RAW_FAILED)
 		{
 			ereport(WARNING,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -453,6 +576,8 @@ cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node, bool quiet,
 					 errdetail_internal("%s", why)));
 			continue;
 		}
+		if (outcome == CJ_RAW_GONE)
+			continue;
 		n++;
 		if (report)
 			*report = lappend(*report, list_make3(pstrdup(node), pstrdup(gid),
@@ -477,7 +602,8 @@ cj_twophase_resolve_once(PGconn *conn, Oid serverid, const char *node)
 	/* a failure here must not fail the query that opened the connection */
 	PG_TRY();
 	{
-		(void) cj_twophase_resolve(conn, serverid, node, true, NULL);
+		(void) cj_twophase_resolve(conn, serverid, node, true, InvalidOid,
+								   NULL);
 	}
 	PG_CATCH();
 	{
@@ -500,6 +626,184 @@ cj_twophase_recheck(Oid serverid)
 	resolved_servers = list_delete_oid(resolved_servers, serverid);
 }
 
+List *
+cj_twophase_servers(void)
+{
+	return cj_query_oids("SELECT s.oid FROM pg_catalog.pg_foreign_server s "
+						 "JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw "
+						 "WHERE w.fdwname = 'postgres_fdw' ORDER BY s.srvname",
+						 0, NULL, NULL);
+}
+
+static void
+warn_unreachable(const char *node, const char *why)
+{
+	ereport(WARNING,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("node \"%s\" cannot be reached; its prepared transactions stay as they are",
+					node),
+			 errdetail_internal("%s", why ? why : "")));
+}
+
+/*
+ * listing_connection
+ *		A connection to serverid that lists its prepared transactions (any
+ *		role may see them): the current user's mapping (or PUBLIC's) when
+ *		there is one, else the first other role's own mapping that connects.
+ *		NULL, after a WARNING unless no role has a mapping, when none does.
+ *		Reads pg_user_mapping: superusers only.
+ */
+static PGconn *
+listing_connection(Oid serverid, const char *node)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1];
+	List	   *roles = NIL;
+	ListCell   *lc;
+	char	   *why = NULL;
+
+	if (cj_has_user_mapping(serverid, GetUserId()))
+		roles = lappend_oid(roles, GetUserId());
+	args[0] = ObjectIdGetDatum(serverid);
+	roles = list_concat_unique_oid(roles,
+								   cj_query_oids("SELECT umuser FROM pg_catalog.pg_user_mapping "
+												 "WHERE umserver = $1 AND umuser <> 0 ORDER BY umuser",
+												 1, argtypes, args));
+	if (roles == NIL)
+		return NULL;
+	foreach(lc, roles)
+	{
+		PGconn	   *conn = cj_conn_open_raw(serverid, lfirst_oid(lc),
+											CJ_RECOVERY_SLOT, &why);
+
+		if (conn != NULL)
+			return conn;
+	}
+	warn_unreachable(node, why);
+	return NULL;
+}
+
+/* a role's name for a message, also when it was dropped */
+static char *
+role_name(Oid roleid)
+{
+	char	   *name = GetUserNameFromId(roleid, true);
+
+	return name ? name : psprintf("%u", roleid);
+}
+
+/*
+ * resolve_as_owners
+ *		cj_twophase_resolve on conn's node for every role that prepared a
+ *		transaction in doubt there, each through that role's own user
+ *		mapping: the node lets only the role that prepared a transaction, or
+ *		a superuser, finish it, and the role colojoin's mapping for the
+ *		recovering session logs in as may be neither.
+ */
+static void
+resolve_as_owners(PGconn *conn, Oid serverid, const char *node,
+				  const char *prefix, List **report)
+{
+	List	   *owners = NIL;
+	List	   *gids;
+	ListCell   *lc;
+	bool		ok;
+
+	gids = list_prepared(conn, prefix, node, true, &ok);
+	foreach(lc, gids)
+	{
+		char	   *gid = (char *) lfirst(lc);
+		Oid			owner = gid_owner(gid, prefix);
+
+		if (OidIsValid(owner) && in_doubt(gid, prefix))
+			owners = list_append_unique_oid(owners, owner);
+	}
+	foreach(lc, owners)
+	{
+		Oid			owner = lfirst_oid(lc);
+		PGconn	   *owner_conn = NULL;
+		char	   *why = NULL;
+
+		if (!cj_has_user_mapping(serverid, owner))
+			why = pstrdup("The role has no user mapping for the server any more.");
+		else
+			owner_conn = cj_conn_open_raw(serverid, owner, CJ_RECOVERY_SLOT,
+										  &why);
+		if (owner_conn == NULL)
+		{
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not reach node \"%s\" as role \"%s\"; the transactions it prepared there stay as they are",
+							node, role_name(owner)),
+					 errdetail_internal("%s", why ? why : ""),
+					 errhint("A superuser whose user mapping logs in to the node as a superuser can resolve them with colojoin.recover_prepared_transactions().")));
+			continue;
+		}
+		(void) cj_twophase_resolve(owner_conn, serverid, node, true, owner,
+								   report);
+	}
+}
+
+/*
+ * cj_twophase_recover_server
+ *		See twophase.h.
+ */
+void
+cj_twophase_recover_server(Oid serverid, Oid as_user, bool quiet,
+						   List **report)
+{
+	char	   *node = cj_node_name(serverid);
+	char	   *prefix = gid_prefix();
+	PGconn	   *conn;
+	Snapshot	snap;
+	List	   *before;
+	List	   *after;
+	List	   *done = NIL;
+	ListCell   *lc;
+	bool		ok;
+
+	if (OidIsValid(as_user))
+	{
+		char	   *why = NULL;
+
+		if (!cj_has_user_mapping(serverid, as_user))
+			return;
+		conn = cj_conn_open_raw(serverid, as_user, CJ_RECOVERY_SLOT, &why);
+		if (conn == NULL)
+		{
+			warn_unreachable(node, why);
+			return;
+		}
+	}
+	else if ((conn = listing_connection(serverid, node)) == NULL)
+		return;
+
+	/*
+	 * Records committed before this snapshot belong to transactions
+	 * prepared before it too: those not on the node any more after
+	 * resolving are over.
+	 */
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	before = read_records(snap, serverid);
+	UnregisterSnapshot(snap);
+
+	if (OidIsValid(as_user))
+		(void) cj_twophase_resolve(conn, serverid, node, quiet, InvalidOid,
+								   report);
+	else
+		resolve_as_owners(conn, serverid, node, prefix, report);
+
+	after = list_prepared(conn, prefix, node, true, &ok);
+	if (!ok)
+		return;
+	foreach(lc, before)
+	{
+		if (!string_member(after, (char *) lfirst(lc)))
+			done = lappend(done, lfirst(lc));
+	}
+	delete_records(done);
+}
+
 /*
  * colojoin.recover_prepared_transactions()
  *		Resolve, on every postgres_fdw server the current user can reach,
@@ -513,12 +817,7 @@ colojoin_recover_prepared_transactions(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	List	   *report = NIL;
-	List	   *done_records = NIL;
 	ListCell   *lc;
-	int			i;
-	uint64		nservers;
-	Oid		   *servers;
-	char	   *prefix = gid_prefix();
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (!OidIsValid(records_relid()))
@@ -527,79 +826,9 @@ colojoin_recover_prepared_transactions(PG_FUNCTION_ARGS)
 				 errmsg("table colojoin.prepared_xacts does not exist"),
 				 errhint("Run ALTER EXTENSION colojoin UPDATE.")));
 
-	SPI_connect();
-	if (SPI_execute("SELECT s.oid FROM pg_catalog.pg_foreign_server s "
-					"JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw "
-					"WHERE w.fdwname = 'postgres_fdw' ORDER BY s.srvname",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not list foreign servers");
-	nservers = SPI_processed;
-	servers = palloc(sizeof(Oid) * Max(nservers, 1));
-	for (i = 0; i < (int) nservers; i++)
-	{
-		bool		isnull;
-
-		servers[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-													SPI_tuptable->tupdesc, 1,
-													&isnull));
-	}
-
-	for (i = 0; i < (int) nservers; i++)
-	{
-		char	   *node = cj_node_name(servers[i]);
-		char	   *why = NULL;
-		PGconn	   *conn;
-		Snapshot	snap;
-		List	   *before;
-		PGresult   *res;
-		int			r;
-
-		if (!cj_has_user_mapping(servers[i], GetUserId()))
-			continue;
-		conn = cj_conn_open_raw(servers[i], GetUserId(), CJ_RECOVERY_SLOT, &why);
-		if (conn == NULL)
-		{
-			ereport(WARNING,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("node \"%s\" cannot be reached; its prepared transactions stay as they are",
-							node),
-					 errdetail_internal("%s", why)));
-			continue;
-		}
-
-		/*
-		 * Records committed before this snapshot belong to transactions
-		 * prepared before it too: those not on the node any more after
-		 * resolving are over.
-		 */
-		snap = RegisterSnapshot(GetLatestSnapshot());
-		before = read_records(snap, servers[i]);
-		UnregisterSnapshot(snap);
-
-		(void) cj_twophase_resolve(conn, servers[i], node, false, &report);
-
-		res = PQexec(conn, prepared_gids_sql(prefix));
-		if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		{
-			PQclear(res);
-			continue;
-		}
-		foreach(lc, before)
-		{
-			bool		still = false;
-
-			for (r = 0; r < PQntuples(res); r++)
-			{
-				if (strcmp(PQgetvalue(res, r, 0), (char *) lfirst(lc)) == 0)
-					still = true;
-			}
-			if (!still)
-				done_records = lappend(done_records, lfirst(lc));
-		}
-		PQclear(res);
-	}
-	delete_records(done_records);
-	SPI_finish();
+	foreach(lc, cj_twophase_servers())
+		cj_twophase_recover_server(lfirst_oid(lc), GetUserId(), false,
+								   &report);
 
 	foreach(lc, report)
 	{

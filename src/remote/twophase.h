@@ -38,11 +38,28 @@ extern void cj_twophase_forget(const char *gid);
  * cj_twophase_resolve: on conn (a connection to serverid outside any
  * transaction), commit or roll back the transactions this coordinator
  * prepared there whose local transaction has ended: committed when its
- * commit record exists.  Never throws when quiet; returns how many it
- * resolved.  The SQL it runs is appended to report (may be NULL).
+ * commit record exists.  Only those that role owner prepared, unless owner
+ * is InvalidOid.  Never throws for the node's failures when quiet; returns
+ * how many it resolved, each appended to report (may be NULL) as a list of
+ * node, gid and "committed" or "rolled back".
  */
 extern int	cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node,
-								bool quiet, List **report);
+								bool quiet, Oid owner, List **report);
+
+/*
+ * cj_twophase_recover_server: what recovery does for one node (in a
+ * transaction): resolve as cj_twophase_resolve does, then delete the commit
+ * records of transactions no longer prepared there.  With as_user, through
+ * that role's user mapping (nothing when it has none); with InvalidOid,
+ * each transaction through the mapping of the role that prepared it, so
+ * that the node lets it finish them (superusers only: it reads every
+ * role's mappings).  A node that cannot be reached is a WARNING.
+ */
+extern void cj_twophase_recover_server(Oid serverid, Oid as_user, bool quiet,
+									   List **report);
+
+/* the postgres_fdw servers of this database, by name (recovery's nodes) */
+extern List *cj_twophase_servers(void);
 
 /*
  * cj_twophase_resolve_once: cj_twophase_resolve at the first connection

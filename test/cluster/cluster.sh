@@ -29,6 +29,11 @@
 #                                                  sets off: statistics, which
 #                                                  steer plans, then appear only
 #                                                  where a test makes them)
+#   CJ_RECOVERY_INTERVAL  colojoin.recovery_interval of the coordinator
+#                                                 (default 1min; test/run_tests.sh
+#                                                  sets 0: no background worker
+#                                                  connects to the nodes while
+#                                                  suites count connections)
 #
 # Run as root, the servers run as user postgres.  Every server is initialised
 # with encoding UTF8 and locale C.UTF-8, so test output does not depend on the
@@ -115,6 +120,7 @@ autovacuum = ${CJ_AUTOVACUUM:-on}
 CONF
 	if [ -n "$preload" ]; then
 		echo "shared_preload_libraries = '$preload'" >>"$dir/postgresql.conf"
+		echo "colojoin.recovery_interval = '${CJ_RECOVERY_INTERVAL:-1min}'" >>"$dir/postgresql.conf"
 	fi
 	cat >"$dir/pg_hba.conf" <<HBA
 local all all trust

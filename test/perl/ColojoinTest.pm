@@ -32,8 +32,11 @@ CONF
 =head1 cj_new_node($name, %opts)
 
 A started PostgreSQL::Test::Cluster server.  Options:
-preload => 1 puts colojoin in shared_preload_libraries;
-conf => 'text' is appended to postgresql.conf.
+preload => 1 puts colojoin in shared_preload_libraries, with its recovery
+worker off (colojoin.recovery_interval = 0: prepared transactions are
+resolved only where a test says, as autovacuum is off in the suites'
+cluster); conf => 'text' is appended to postgresql.conf, after that, so
+it may turn the worker on.
 
 =cut
 
@@ -44,7 +47,7 @@ sub cj_new_node
 	$node->init(extra => [ '--encoding=UTF8', '--locale=C.UTF-8' ]);
 	$node->append_conf('postgresql.conf', $common_conf);
 	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'colojoin'")
+		"shared_preload_libraries = 'colojoin'\ncolojoin.recovery_interval = 0")
 	  if $opts{preload};
 	$node->append_conf('postgresql.conf', $opts{conf}) if $opts{conf};
 	$node->start;

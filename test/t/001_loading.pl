@@ -179,6 +179,10 @@ same_as_baseline($baseline,
 	observe('plain', 'SET colojoin.log_decisions = on;'),
 	'session_preload_libraries');
 check_extension('ext_session', 'session_preload_libraries');
+my $colojoin_workers =
+  "SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'colojoin%'";
+is($node->safe_psql('postgres', $colojoin_workers),
+	'0', 'LOAD and session_preload_libraries: no colojoin background worker runs');
 
 # --- shared_preload_libraries ---------------------------------------------
 
@@ -193,6 +197,11 @@ same_as_baseline($baseline,
 	observe('plain', 'SET colojoin.log_decisions = on;'),
 	'shared_preload_libraries');
 check_extension('ext_shared', 'shared_preload_libraries');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'colojoin recovery launcher'"
+	),
+	'shared_preload_libraries: the launcher of the recovery worker runs');
 
 # The "is the extension installed here" answer is cached per backend: after
 # CREATE and DROP EXTENSION in one session, colojoin must be inert again.
