@@ -177,7 +177,6 @@ define_settings(void)
 							60000, -1, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
-	MarkGUCPrefixReserved("colojoin");
 }
 
 void
@@ -201,4 +200,12 @@ _PG_init(void)
 	cj_read_after_write_init();
 	cj_size_cache_init();
 	cj_copy_from_init();
+
+	/*
+	 * Last, once every module defined its settings (size_cache.c and
+	 * twophase.c define theirs in their init): a value given earlier, in
+	 * postgresql.conf, for a setting defined after the reservation would be
+	 * discarded as an unknown placeholder.
+	 */
+	MarkGUCPrefixReserved("colojoin");
 }

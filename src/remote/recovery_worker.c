@@ -281,12 +281,18 @@ wait_for_worker(BackgroundWorkerHandle *handle, TimestampTz deadline)
 }
 
 /*
+ * Where the last round stopped short (its interval passed, or no worker
+ * slot was free): the next round begins with the database after it.
+ */
+static Oid	resume_after = InvalidOid;
+
+/*
  * run_round
  *		One worker per connectable database, one after the other, so that a
  *		round takes one background worker slot and one connection per node
  *		at a time.  A worker that outlasts the interval is left running and
- *		the round ends there; the next one starts with the databases that
- *		have no worker.
+ *		the round ends there; the next one starts with the database after
+ *		it (resume_after) and skips those whose worker still runs.
  */
 static void
 run_round(MemoryContext round_cxt)
@@ -295,11 +301,33 @@ run_round(MemoryContext round_cxt)
 	List	   *databases;
 	ListCell   *lc;
 	MemoryContext old;
+	Oid			last_done = InvalidOid;
 
 	MemoryContextReset(round_cxt);
 	old = MemoryContextSwitchTo(round_cxt);
 	forget_exited_workers();
 	databases = connectable_databases();
+
+	/*
+	 * Begin after the database where the last round stopped short, so that
+	 * slow databases early in the list cannot keep the later ones from
+	 * their turn round after round.
+	 */
+	if (OidIsValid(resume_after))
+	{
+		List	   *later = NIL;
+		List	   *earlier = NIL;
+
+		foreach(lc, databases)
+		{
+			if (lfirst_oid(lc) > resume_after)
+				later = lappend_oid(later, lfirst_oid(lc));
+			else
+				earlier = lappend_oid(earlier, lfirst_oid(lc));
+		}
+		databases = list_concat(later, earlier);
+	}
+	resume_after = InvalidOid;
 
 	if (colojoin_recovery_interval > 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -318,9 +346,16 @@ run_round(MemoryContext round_cxt)
 		MemoryContextSwitchTo(launcher_cxt);
 		handle = start_database_worker(dboid);
 		if (handle == NULL)
+		{
+			/* no worker slot: this database's turn comes first next time */
+			resume_after = last_done;
 			break;
+		}
 		if (wait_for_worker(handle, deadline))
+		{
 			pfree(handle);
+			last_done = dboid;
+		}
 		else
 		{
 			CjRunningWorker *w = palloc(sizeof(CjRunningWorker));
@@ -328,6 +363,7 @@ run_round(MemoryContext round_cxt)
 			w->dboid = dboid;
 			w->handle = handle;
 			still_running = lappend(still_running, w);
+			resume_after = dboid;
 			break;
 		}
 		MemoryContextSwitchTo(round_cxt);
