@@ -95,6 +95,15 @@ SELECT cj_wco_s.write('INSERT INTO rw_view SELECT a + 100, b + 5, ''src'' FROM s
 SELECT cj_wco_s.write('INSERT INTO rw_view SELECT g, g, ''many'' FROM generate_series(200, 2200) g');
 SELECT cj_wco_s.write('INSERT INTO rw_view SELECT g, 2300 - g, ''many'' FROM generate_series(2200, 2400) g');
 SELECT cj_wco_s.same('base');
+-- RETURNING gives the rows in the order they came, whichever leaf takes them
+SET search_path = cj_wco_s, public;
+INSERT INTO base VALUES (901, 1, 'r1'), (902, 2, 'r2'), (903, 3, 'r3'),
+	(904, 4, 'r4'), (905, 5, 'r5'), (906, 6, 'r6') RETURNING a, c;
+SET search_path = cj_wco_l, public;
+INSERT INTO base VALUES (901, 1, 'r1'), (902, 2, 'r2'), (903, 3, 'r3'),
+	(904, 4, 'r4'), (905, 5, 'r5'), (906, 6, 'r6') RETURNING a, c;
+RESET search_path;
+SELECT cj_wco_s.same('base');
 -- LOCAL checks its own view only; CASCADED every view below it
 SELECT cj_wco_s.write('INSERT INTO rw_local VALUES (5, 9, ''local'')');
 SELECT cj_wco_s.write('INSERT INTO rw_local VALUES (6, 10, ''local'')');
@@ -115,6 +124,33 @@ SELECT cj_wco_s.write('UPDATE rw_barrier SET b = -b WHERE a = 12');
 SELECT cj_wco_s.write('UPDATE rw_barrier SET c = ''changed'' WHERE a = 12');
 SELECT cj_wco_s.write('DELETE FROM rw_barrier WHERE c = ''many'' AND a > 2100');
 SELECT cj_wco_s.same('base');
+
+-- Checked on the rows as the nodes stored them: a BEFORE trigger of the
+-- remote table (a := a + 10) decides, as it does through postgres_fdw.
+SELECT dblink_exec(format('host=127.0.0.1 port=%s dbname=colojoin_regress', :'node1_port'), $sql$
+	CREATE TABLE cj_wco_s.trig_r (a int, b int);
+	CREATE FUNCTION cj_wco_s.plus10() RETURNS trigger LANGUAGE plpgsql AS
+		$f$BEGIN NEW.a := NEW.a + 10; RETURN NEW; END$f$;
+	CREATE TRIGGER plus10 BEFORE INSERT OR UPDATE ON cj_wco_s.trig_r
+		FOR EACH ROW EXECUTE FUNCTION cj_wco_s.plus10()$sql$);
+CREATE TABLE cj_wco_s.trig (a int, b int) PARTITION BY RANGE (a);
+CREATE FOREIGN TABLE cj_wco_s.trig_0 PARTITION OF cj_wco_s.trig FOR VALUES FROM (0) TO (100)
+	SERVER :"srv1" OPTIONS (schema_name 'cj_wco_s', table_name 'trig_r');
+CREATE TABLE cj_wco_l.trig (a int, b int);
+CREATE FUNCTION cj_wco_l.plus10() RETURNS trigger LANGUAGE plpgsql AS
+	$f$BEGIN NEW.a := NEW.a + 10; RETURN NEW; END$f$;
+CREATE TRIGGER plus10 BEFORE INSERT OR UPDATE ON cj_wco_l.trig
+	FOR EACH ROW EXECUTE FUNCTION cj_wco_l.plus10();
+CREATE VIEW cj_wco_s.trig_view AS SELECT * FROM cj_wco_s.trig WHERE a < b WITH CHECK OPTION;
+CREATE VIEW cj_wco_l.trig_view AS SELECT * FROM cj_wco_l.trig WHERE a < b WITH CHECK OPTION;
+SET search_path = cj_wco_s, public;
+INSERT INTO trig_view VALUES (0, 5);
+RESET search_path;
+SELECT cj_wco_s.write('INSERT INTO trig_view VALUES (0, 5)');
+SELECT cj_wco_s.write('INSERT INTO trig_view VALUES (0, 15)');
+SELECT cj_wco_s.write('INSERT INTO trig_view VALUES (1, 20), (2, 30) RETURNING *');
+SELECT cj_wco_s.write('INSERT INTO trig_view VALUES (3, 40), (4, 5)');
+SELECT cj_wco_s.same('trig');
 
 -- ON CONFLICT (a): a plain table needs a unique index on a; so does every
 -- leaf of a sharded one, on every node that holds it

@@ -105,6 +105,7 @@ struct CjRouter
 	List	   *node_rows;		/* parallel: Integer would overflow; int64 * */
 	List	   *opened;			/* partitioned tables below the root, open */
 	List	   *level_slots;	/* their slots, which pin their descriptors */
+	Oid			last_leaf;		/* the leaf of the row put last */
 };
 
 static RouteLevel *
@@ -598,6 +599,21 @@ cj_router_put(CjRouter *r, TupleTableSlot *slot)
 	ResetPerTupleExprContext(r->estate);
 	MemoryContextSwitchTo(old);
 	b = batch_for(r, leafrelid);
+
+	/*
+	 * Rows come back in the order they came, as from PostgreSQL's
+	 * ModifyTable: with RETURNING, a row for another leaf first sends the
+	 * batch of the row before it.
+	 */
+	if (r->returned != NULL && OidIsValid(r->last_leaf) &&
+		r->last_leaf != leafrelid)
+	{
+		LeafBatch  *prev = hash_search(r->batches, &r->last_leaf, HASH_FIND, NULL);
+
+		if (prev != NULL)
+			flush_batch(r, prev);
+	}
+	r->last_leaf = leafrelid;
 	before = b->data.len;
 
 	old = MemoryContextSwitchTo(r->row_cxt);

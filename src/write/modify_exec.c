@@ -478,6 +478,31 @@ run_statements(CjModifyState *st)
 	}
 }
 
+/*
+ * check_stored_rows
+ *		Run the views' check options over the rows the nodes returned, with
+ *		PostgreSQL's error and DETAIL; then rewind them for RETURNING.  The
+ *		checks were compiled for this scan's own (virtual) slot.
+ */
+static void
+check_stored_rows(CjModifyState *st)
+{
+	TupleTableSlot *scan_slot = st->css.ss.ss_ScanTupleSlot;
+	TupleTableSlot *read = MakeSingleTupleTableSlot(scan_slot->tts_tupleDescriptor,
+													&TTSOpsMinimalTuple);
+	EState	   *estate = st->css.ss.ps.state;
+
+	while (tuplestore_gettupleslot(st->returned, true, false, read))
+	{
+		ExecCopySlot(scan_slot, read);
+		ExecWithCheckOptions(WCO_VIEW_CHECK, st->checked, scan_slot, estate);
+		ResetPerTupleExprContext(estate);
+	}
+	ExecDropSingleTupleTableSlot(read);
+	ExecClearTuple(scan_slot);
+	tuplestore_rescan(st->returned);
+}
+
 /* route: read the child's rows to the end, then route them */
 static void
 run_route(CjModifyState *st)
@@ -497,31 +522,24 @@ run_route(CjModifyState *st)
 	}
 	spool_slot = MakeSingleTupleTableSlot(ExecGetResultType(child),
 										  &TTSOpsMinimalTuple);
+	/*
+	 * Views' check options hold for the rows as the nodes stored them
+	 * (their triggers may change them, as PostgreSQL checks what the foreign
+	 * table returns): the nodes return every row they inserted, checked
+	 * below once all are written, before anything commits.
+	 */
 	router = cj_router_begin(st->relid, st->userid, st->conflict, st->nparams,
 							 st->param_values,
-							 st->returning ? st->returned : NULL,
+							 (st->returning || st->checked) ? st->returned : NULL,
 							 st->css.ss.ss_ScanTupleSlot);
 	while (tuplestore_gettupleslot(spool, true, false, spool_slot))
-	{
-		/*
-		 * PostgreSQL refuses such a row before anything commits: so do we.
-		 * The checks were compiled for this scan's own (virtual) slot.
-		 */
-		if (st->checked)
-		{
-			TupleTableSlot *scan_slot = st->css.ss.ss_ScanTupleSlot;
-
-			ExecCopySlot(scan_slot, spool_slot);
-			ExecWithCheckOptions(WCO_VIEW_CHECK, st->checked, scan_slot,
-								 st->css.ss.ps.state);
-			ResetPerTupleExprContext(st->css.ss.ps.state);
-		}
 		cj_router_put(router, spool_slot);
-	}
 	st->rows = cj_router_end(router);
 	cj_router_node_rows(router, &st->node_names, &st->node_rows);
 	ExecDropSingleTupleTableSlot(spool_slot);
 	tuplestore_end(spool);
+	if (st->checked)
+		check_stored_rows(st);
 }
 
 static TupleTableSlot *
@@ -557,6 +575,8 @@ exec_modify(CustomScanState *node)
 		MemoryContext old = MemoryContextSwitchTo(estate->es_query_cxt);
 
 		st->returned = tuplestore_begin_heap(false, false, work_mem);
+		/* read twice when the stored rows are checked first */
+		tuplestore_set_eflags(st->returned, EXEC_FLAG_REWIND);
 		evaluate_params(st);
 		/* before any row is written, as PostgreSQL infers its arbiter */
 		cj_check_conflict_arbiters(st->relid, st->userid, st->conflict);
