@@ -6,15 +6,17 @@
 #   test/run_tests.sh              everything
 #   test/run_tests.sh NAME...      only these pg_regress suites (names from
 #                                  test/schedule), TAP tests (001_loading
-#                                  or test/t/001_loading.pl), "fuzz" and
-#                                  "layers"
+#                                  or test/t/001_loading.pl), "fuzz",
+#                                  "layers" and "versions"
 #
 # After the pg_regress suites, against the same cluster, "fuzz" runs the
 # randomized differential test (test/fuzz.sh) from fixed seeds: one more
 # test, failed when any of its queries failed.
 #
 # Before the build, "layers" checks that no file of src/ includes a header
-# of a layer above its own (test/check_layers.sh): one more test.
+# of a layer above its own (test/check_layers.sh), and "versions" that the
+# extension's version agrees in colojoin.control, META.json, the scripts
+# and README.md (test/check_versions.sh): one more test each.
 #
 # The last line printed is "N passed, N failed" (layers, pg_regress tests, fuzz,
 # TAP test files).  The exit status is 0 only when every test passed and at least
@@ -135,17 +137,20 @@ suites=()
 taps=()
 run_fuzz=0
 run_layers=0
+run_versions=0
 if [ $# -eq 0 ]; then
 	suites=("${all_suites[@]}")
 	taps=("${all_taps[@]}")
 	run_fuzz=1
 	run_layers=1
+	run_versions=1
 else
 	for arg in "$@"; do
 		base=$(basename "$arg" .pl)
 		found=0
 		[ "$base" = fuzz ] && { run_fuzz=1; found=1; }
 		[ "$base" = layers ] && { run_layers=1; found=1; }
+		[ "$base" = versions ] && { run_versions=1; found=1; }
 		for s in "${all_suites[@]}"; do
 			[ "$s" = "$base" ] && { suites+=("$s"); found=1; }
 		done
@@ -161,6 +166,10 @@ fi
 if [ "$run_layers" = 1 ]; then
 	say "layers: the include graph of src/"
 	if test/check_layers.sh; then pass; else fail layers; fi
+fi
+if [ "$run_versions" = 1 ]; then
+	say "versions: colojoin.control, META.json, the scripts and README agree"
+	if test/check_versions.sh; then pass; else fail versions; fi
 fi
 
 # --- build and install ----------------------------------------------------
