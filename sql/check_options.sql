@@ -54,28 +54,23 @@ SELECT cj_wco_s.views('cj_wco_s'), cj_wco_s.views('cj_wco_l');
 -- write(sql): run sql on the sharded schema and on the twins; what each said
 CREATE FUNCTION cj_wco_s.write(sql text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
-	rs text := 'ok';
-	rl text := 'ok';
+	sch text;
+	said text[] := '{}';
 	n bigint;
 BEGIN
-	BEGIN
-		PERFORM set_config('search_path', 'cj_wco_s, public', true);
-		EXECUTE sql;
-		GET DIAGNOSTICS n = ROW_COUNT;
-		rs := 'ok ' || n;
-	EXCEPTION WHEN OTHERS THEN
-		rs := SQLSTATE || ' ' || SQLERRM;
-	END;
-	BEGIN
-		PERFORM set_config('search_path', 'cj_wco_l, public', true);
-		EXECUTE sql;
-		GET DIAGNOSTICS n = ROW_COUNT;
-		rl := 'ok ' || n;
-	EXCEPTION WHEN OTHERS THEN
-		rl := SQLSTATE || ' ' || SQLERRM;
-	END;
+	FOREACH sch IN ARRAY ARRAY['cj_wco_s', 'cj_wco_l'] LOOP
+		BEGIN
+			PERFORM set_config('search_path', sch || ', public', true);
+			EXECUTE sql;
+			GET DIAGNOSTICS n = ROW_COUNT;
+			said := said || ('ok ' || n);
+		EXCEPTION WHEN OTHERS THEN
+			said := said || (SQLSTATE || ' ' || SQLERRM);
+		END;
+	END LOOP;
 	PERFORM set_config('search_path', 'public', true);
-	RETURN CASE WHEN rs = rl THEN 'both: ' || rs ELSE format('sharded: %s; local: %s', rs, rl) END;
+	RETURN CASE WHEN said[1] = said[2] THEN 'both: ' || said[1]
+		   ELSE format('sharded: %s; local: %s', said[1], said[2]) END;
 END
 $$;
 
