@@ -9,9 +9,9 @@
  *	  inequalities, BETWEEN, ON true) can only broadcast, so they are
  *	  decided here too, by the same size threshold.
  *
- *	  It does not build groups or join trees (planner.c), find the value a
- *	  table is repartitioned by (repartition_key.c) or write the moves' SQL
- *	  (remote_sql.c).
+ *	  It does not build groups or join trees (group.c, planner.c), find the
+ *	  value a table is repartitioned by (repartition_key.c) or write the
+ *	  moves' SQL (remote_sql.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * planner_internal.h
- *	  The planner's picture of a colocated group, shared by planner.c
- *	  (which finds groups and makes their paths and plans), move_choice.c
- *	  (how a table moves into a group) and remote_sql.c (which writes the
- *	  SQL the plan sends to the nodes).
+ *	  The planner's picture of a colocated group, private to plan/: shared
+ *	  by planner.c (the hooks and dispatch), group.c (building groups),
+ *	  qual_placement.c (where conditions run), upper.c, the strategies
+ *	  (move_choice.c, dual_repartition.c, lateral.c, pre_aggregate.c, ...),
+ *	  remote_sql.c (the SQL the plan sends) and plan_create.c.
  *
  *-------------------------------------------------------------------------
  */
