@@ -12,14 +12,8 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
-#include "catalog/namespace.h"
-#include "commands/defrem.h"
-#include "commands/extension.h"
 #include "fmgr.h"
 #include "utils/guc.h"
-#include "utils/inval.h"
-#include "utils/syscache.h"
 
 #include "exec/executor.h"
 #include "metadata/metadata.h"

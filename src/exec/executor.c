@@ -19,17 +19,12 @@
  */
 #include "postgres.h"
 
-#include "access/xact.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/extensible.h"
-#include "parser/parsetree.h"
 #include "partitioning/partbounds.h"
 #include "storage/latch.h"
-#include "tcop/utility.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
