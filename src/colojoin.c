@@ -29,6 +29,7 @@
 #include "util/extension.h"
 #include "util/fdw_writes.h"
 #include "util/settings.h"
+#include "write/row_writes.h"
 #include "write/modify.h"
 
 PG_MODULE_MAGIC;
@@ -189,6 +190,7 @@ _PG_init(void)
 	cj_combine_init();
 	cj_write_guard_init();
 	cj_modify_init();
+	cj_row_writes_init();
 	cj_twophase_init();
 	cj_recovery_worker_init();
 	cj_read_after_write_init();

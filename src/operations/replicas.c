@@ -149,8 +149,13 @@ static void
 copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 			 Oid serverid, const char *server)
 {
-	CjConnection *src = cj_get_connection(primary->serverid, GetUserId(), 0);
-	CjConnection *dst = cj_get_connection(serverid, GetUserId(), 0);
+	/*
+	 * The transaction's write connections: the primary's rows written
+	 * earlier in this transaction are read, and the rows written later go
+	 * where the new table is.
+	 */
+	CjConnection *src = cj_get_write_connection(primary->serverid, GetUserId());
+	CjConnection *dst = cj_get_write_connection(serverid, GetUserId());
 	Oid			dstnode;
 	const char *schema = primary->remote_schema;
 	const char *table = primary->remote_table;
@@ -176,7 +181,7 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 	/* DDL on one connection per database (see shard_create.c) */
 	dstnode = cj_node_representative(serverid, GetUserId());
 	if (dstnode != serverid && dstnode != primary->serverid)
-		dst = cj_get_connection(dstnode, GetUserId(), 0);
+		dst = cj_get_write_connection(dstnode, GetUserId());
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,

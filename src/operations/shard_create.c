@@ -644,17 +644,19 @@ colojoin_create_shards(PG_FUNCTION_ARGS)
 		char	   *qualified = psprintf("%s.%s", quote_identifier(nspname),
 										 quote_identifier(leaf));
 		char	   *context = psprintf("creating partition %s", leaf);
-		CjConnection *conn = cj_get_connection(placement[r], GetUserId(), 0);
 		Oid			node = cj_node_representative(placement[r], GetUserId());
+		CjConnection *conn;
 		bool		schema_done = false;
 
 		/*
-		 * Servers that reach one database share one connection for the DDL:
-		 * two connections of this transaction there would wait on each
-		 * other's locks (CREATE SCHEMA), and the node cannot tell.
+		 * The DDL goes through the transaction's write connection of the
+		 * node, where the rows written next in this transaction go too (a
+		 * table created and loaded in one transaction).  Servers that reach
+		 * one database share it: two connections of this transaction there
+		 * would wait on each other's locks (CREATE SCHEMA), and the node
+		 * cannot tell.
 		 */
-		if (node != placement[r])
-			conn = cj_get_connection(node, GetUserId(), 0);
+		conn = cj_get_write_connection(node, GetUserId());
 
 		/*
 		 * The schema, once per node.  Looked up first: CREATE SCHEMA IF NOT

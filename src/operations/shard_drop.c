@@ -156,11 +156,13 @@ drop_remote(const char *server, const char *schema, const char *table)
 	PG_TRY();
 	{
 		Oid			node;
-		CjConnection *conn = cj_get_connection(srv->serverid, GetUserId(), 0);
+		CjConnection *conn;
 
+		/* where this transaction's writes to the node go, rows or DDL */
+		conn = cj_get_write_connection(srv->serverid, GetUserId());
 		node = cj_node_representative(srv->serverid, GetUserId());
 		if (node != srv->serverid)
-			conn = cj_get_connection(node, GetUserId(), 0);
+			conn = cj_get_write_connection(node, GetUserId());
 		cj_exec_command(conn, psprintf("DROP TABLE IF EXISTS %s",
 									   quote_qualified_identifier(schema, table)),
 						psprintf("dropping %s on %s",

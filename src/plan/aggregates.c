@@ -48,6 +48,7 @@
 #include "utils/selfuncs.h"
 #include "utils/syscache.h"
 
+#include "plan/planner.h"
 #include "plan/join_group.h"
 #include "deparse/deparse.h"
 #include "util/extension.h"
@@ -740,6 +741,8 @@ cj_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 
 	if (stage != UPPERREL_GROUP_AGG && stage != UPPERREL_ORDERED &&
 		stage != UPPERREL_DISTINCT && stage != UPPERREL_WINDOW)
+		return;
+	if (cj_plan_no_custom_paths)
 		return;
 	if (!colojoin_enable || !colojoin_enable_colocated_join ||
 		!colojoin_enable_aggregate_pushdown)

@@ -45,6 +45,8 @@
 
 CjWritePlanner cj_write_planner = NULL;
 
+bool		cj_plan_no_custom_paths = false;
+
 static set_join_pathlist_hook_type prev_join_pathlist_hook = NULL;
 static planner_hook_type prev_planner_hook = NULL;
 
@@ -556,7 +558,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 
 	if (!enabled && cj_statement_hints() == NULL)
 		return;
-	if (IS_OTHER_REL(joinrel))
+	if (IS_OTHER_REL(joinrel) || cj_plan_no_custom_paths)
 		return;
 
 	if (cj_statement_hints() != NULL)

@@ -31,6 +31,12 @@ typedef PlannedStmt *(*CjWritePlanner) (Query *parse, const char *query_string,
 
 extern CjWritePlanner cj_write_planner;
 
+/*
+ * Set while the write path plans a statement it runs row by row through
+ * PostgreSQL's own plan (write/row_writes.c): colojoin adds no paths.
+ */
+extern bool cj_plan_no_custom_paths;
+
 extern void cj_planner_init(void);
 
 #endif							/* COLOJOIN_PLANNER_H */

@@ -928,6 +928,8 @@ void
 cj_conn_set_cursor_open(CjConnection *conn, bool open)
 {
 	conn->cursor_open = open;
+	if (open)
+		conn->cursor_level = GetCurrentTransactionNestLevel();
 }
 
 /*

@@ -252,6 +252,31 @@ get_connection(Oid serverid, Oid userid, int slot, char **begin_sql,
 		cj_exec_sql(c, "ROLLBACK", "transaction restart", false);
 		cj_reset_xact_state(c);
 	}
+
+	/*
+	 * The transaction's write connection, restarted after a subtransaction
+	 * abort took back all it wrote, starts again as a writer whoever asks
+	 * (a read in between, say): as one that could not PREPARE, the next
+	 * write there would make the commit fail.
+	 */
+	if (!c->xact_open && cj_write_slot(serverid, userid) == slot)
+	{
+		bool		saved = cj_begin_read_committed;
+
+		cj_begin_read_committed = !IsolationUsesXactSnapshot();
+		PG_TRY();
+		{
+			if (begin_sql != NULL && cj_deferred_begin(c, begin_sql))
+				;				/* the caller sends it with its first command */
+			else
+				cj_begin_write_xact(c);
+		}
+		PG_FINALLY();
+		{
+			cj_begin_read_committed = saved;
+		}
+		PG_END_TRY();
+	}
 	if (!c->xact_open && begin_sql != NULL && cj_deferred_begin(c, begin_sql))
 		;						/* the caller sends it with its first command */
 	else if (!c->xact_open)

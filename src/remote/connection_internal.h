@@ -80,6 +80,7 @@ struct CjConnection
 
 	/* the executor's cursor is open in the remote transaction */
 	bool		cursor_open;
+	int			cursor_level;	/* nest level that declared it */
 	/* the scan reading through this connection, which nobody else may use */
 	void	   *owner;
 
@@ -215,6 +216,7 @@ extern CjConnection *cj_lookup_entry(Oid serverid, Oid userid, int slot, bool cr
 extern void cj_begin_remote_xact(CjConnection *c);
 extern void cj_check_prepared_allowed(CjConnection *c);
 extern bool cj_deferred_begin(CjConnection *c, char **begin_sql);
+extern void cj_begin_write_xact(CjConnection *c);
 extern void cj_finish_pending_commit(CjConnection *c);
 extern void cj_report_doomed(CjConnection *c);
 extern void cj_reset_xact_state(CjConnection *c);

@@ -193,6 +193,9 @@ lazy_export(CjConnection *c)
 						NameStr(found->node_name)),
 				 errdetail("A transaction that wrote on several nodes commits with PREPARE TRANSACTION, which a transaction that exported its snapshot cannot do."),
 				 errhint("Commit the writes first, or run this query in a separate transaction.")));
+	/* the write connection restarted by a subtransaction abort: same reason */
+	if (cj_write_slot(found->key.serverid, found->key.userid) == found->key.slot)
+		return NULL;
 	if (found->in_flight && found->owner != NULL && cj_settle_hook != NULL)
 		cj_settle_hook(found->owner, found);
 	if (found->in_flight)
@@ -268,6 +271,37 @@ cj_begin_remote_xact(CjConnection *c)
 		/* it can hand the snapshot on while the source is busy */
 		strlcpy(c->snapshot, source->snapshot, sizeof(c->snapshot));
 	}
+	pfree(sql);
+}
+
+/*
+ * cj_begin_write_xact
+ *		Start the remote transaction of the transaction's write connection
+ *		with a round trip of its own: at READ COMMITTED under
+ *		cj_begin_read_committed, else in the snapshot of the node's other
+ *		connections when one is known, and never exporting one (an exporter
+ *		cannot PREPARE).
+ */
+void
+cj_begin_write_xact(CjConnection *c)
+{
+	CjConnection *source = NULL;
+	char	   *sql;
+
+	c->snapshot[0] = '\0';
+	if (cj_begin_read_committed)
+		sql = pstrdup("START TRANSACTION ISOLATION LEVEL READ COMMITTED");
+	else if ((source = snapshot_holder(c, NULL)) != NULL)
+		sql = psprintf("%s; SET TRANSACTION SNAPSHOT %s", begin_statement(),
+					   quote_literal_cstr(source->snapshot));
+	else
+		sql = pstrdup(begin_statement());
+	c->xact_open = true;		/* abort processing reconciles a half start */
+	c->xact_id = ++xact_counter;
+	cj_xact_touched = true;
+	cj_exec_sql(c, sql, "transaction start", false);
+	if (source != NULL)
+		strlcpy(c->snapshot, source->snapshot, sizeof(c->snapshot));
 	pfree(sql);
 }
 
@@ -968,6 +1002,8 @@ subxact_commit(int level)
 			c->write_max_level = level - 1;
 		if (c->write_min_level >= level)
 			c->write_min_level = level - 1;
+		if (c->cursor_level >= level)
+			c->cursor_level = level - 1;
 		foreach(lc, c->undo)
 		{
 			CjUndo	   *u = (CjUndo *) lfirst(lc);
@@ -1079,6 +1115,9 @@ subxact_abort_one(CjConnection *c, int level)
 													   CJ_CLEANUP_TIMEOUT_MS),
 						   NULL))
 			{
+				/* the node closed the cursors declared since the savepoint */
+				if (c->cursor_open && c->cursor_level >= level)
+					c->cursor_open = false;
 				forget_levels_from(c, level);
 				return false;
 			}

@@ -26,6 +26,8 @@
 
 #include "util/fdw_writes.h"
 
+bool		(*cj_statement_is_colojoins) (PlannedStmt *stmt) = NULL;
+
 /* set once a statement of this transaction has written to a shard */
 static bool xact_wrote_to_shards = false;
 
@@ -52,6 +54,9 @@ note_writes(QueryDesc *queryDesc)
 	ListCell   *lc;
 
 	if (stmt->commandType == CMD_SELECT && !stmt->hasModifyingCTE)
+		return;
+	/* colojoin's own connections carried it out */
+	if (cj_statement_is_colojoins != NULL && cj_statement_is_colojoins(stmt))
 		return;
 	foreach(lc, stmt->resultRelations)
 	{

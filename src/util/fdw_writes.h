@@ -16,6 +16,13 @@
  */
 extern bool cj_xact_wrote_to_shards(void);
 
+/*
+ * Set by the write layer: whether a plan PostgreSQL executes writes through
+ * colojoin's callbacks (row by row), so that it is no postgres_fdw write.
+ */
+struct PlannedStmt;
+extern bool (*cj_statement_is_colojoins) (struct PlannedStmt *stmt);
+
 extern void cj_fdw_writes_init(void);
 
 #endif							/* COLOJOIN_FDW_WRITES_H */

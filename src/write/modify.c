@@ -27,6 +27,7 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/transam.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -46,6 +47,7 @@
 #include "util/extension.h"
 #include "util/settings.h"
 #include "write/modify.h"
+#include "write/row_writes.h"
 
 bool		cj_planning_insert_source = false;
 bool		cj_planning_write_pruning = false;
@@ -1299,6 +1301,26 @@ plan_insert(Query *parse, const char *query_string, int cursorOptions,
 											   list_make1(sub)));
 }
 
+/* whether relid is, or has below it, a foreign leaf colojoin manages */
+static bool
+reaches_managed_leaf(Oid relid)
+{
+	char		kind = get_rel_relkind(relid);
+	ListCell   *lc;
+
+	if (kind == RELKIND_FOREIGN_TABLE)
+		return cj_is_managed_leaf(relid);
+	if (kind != RELKIND_PARTITIONED_TABLE)
+		return false;
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE &&
+			cj_is_managed_leaf(lfirst_oid(lc)))
+			return true;
+	}
+	return false;
+}
+
 PlannedStmt *
 cj_plan_modify(Query *parse, const char *query_string, int cursorOptions,
 			   ParamListInfo boundParams, CjPlannerFunc plan_fn)
@@ -1314,14 +1336,24 @@ cj_plan_modify(Query *parse, const char *query_string, int cursorOptions,
 		cj_xact_wrote_to_shards() || !colojoin_is_active())
 		return NULL;
 	rte = rt_fetch(parse->resultRelation, parse->rtable);
-	/* INSERT routes into partitions without inheritance; ONLY is empty */
-	if ((!rte->inh && parse->commandType != CMD_INSERT) ||
-		!cj_write_target(rte->relid, &why))
-		return NULL;
 	if (parse->commandType == CMD_INSERT)
-		stmt = plan_insert(parse, query_string, cursorOptions, boundParams, plan_fn);
-	else
+	{
+		if (!cj_write_target(rte->relid, &why))
+			return NULL;
+		return plan_insert(parse, query_string, cursorOptions, boundParams,
+						   plan_fn);
+	}
+
+	/*
+	 * UPDATE and DELETE go to the nodes whole where they can; otherwise,
+	 * when they reach a leaf colojoin manages, row by row on colojoin's
+	 * connections (row_writes.c), never through postgres_fdw's.
+	 */
+	if (rte->inh && cj_write_target(rte->relid, &why))
 		stmt = plan_update_delete(parse, query_string, cursorOptions,
+								  boundParams, plan_fn);
+	if (stmt == NULL && reaches_managed_leaf(rte->relid))
+		stmt = cj_plan_row_writes(parse, query_string, cursorOptions,
 								  boundParams, plan_fn);
 	return stmt;
 }

@@ -46,7 +46,9 @@
 #include "plan/join_group.h"
 #include "remote/connection.h"
 #include "util/extension.h"
+#include "plan/planner.h"
 #include "write/modify.h"
+#include "write/row_writes.h"
 
 static const char *written_node_of(Oid relid);
 
@@ -138,7 +140,8 @@ cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (rti == (Index) root->parse->resultRelation)
 		return;
 	if (!(cj_xact_has_dml() || cj_planning_insert_source ||
-		  cj_health_primary_stale(rte->relid)) || cj_planning_write_pruning)
+		  cj_health_primary_stale(rte->relid)) || cj_planning_write_pruning ||
+		cj_plan_no_custom_paths)
 		return;
 
 	/* joins of its partitions would be postgres_fdw's */
@@ -276,7 +279,8 @@ static void
 cj_raw_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
-		(cj_xact_has_dml() || cj_any_stale_placement()))
+		(cj_xact_has_dml() || cj_any_stale_placement()) &&
+		!cj_plan_is_row_writes(queryDesc->plannedstmt))
 	{
 		PlannedStmt *stmt = queryDesc->plannedstmt;
 		const char *what = NULL;

@@ -33,6 +33,7 @@
 #include "metadata/metadata.h"
 #include "util/extension.h"
 #include "write/modify.h"
+#include "write/row_writes.h"
 
 static ExecutorStart_hook_type prev_executor_start = NULL;
 static ProcessUtility_hook_type prev_process_utility = NULL;
@@ -145,8 +146,10 @@ cj_guard_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	PlannedStmt *stmt = queryDesc->plannedstmt;
 
+	/* colojoin's row-by-row writes reach every placement */
 	if ((eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
-		(stmt->commandType != CMD_SELECT || stmt->hasModifyingCTE))
+		(stmt->commandType != CMD_SELECT || stmt->hasModifyingCTE) &&
+		!cj_plan_is_row_writes(stmt))
 	{
 		ListCell   *lc;
 

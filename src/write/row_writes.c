@@ -1,0 +1,1108 @@
+/*-------------------------------------------------------------------------
+ *
+ * row_writes.c
+ *	  Writes colojoin runs row by row, on its own connections.
+ *
+ *	  An UPDATE or DELETE of a sharded table that cannot go to the nodes
+ *	  whole (a volatile function, a subquery, a join that does not line up,
+ *	  triggers or row security on the coordinator, a write straight into a
+ *	  leaf) keeps PostgreSQL's plan and executor: ModifyTable fires the
+ *	  coordinator's triggers, checks the policies and computes RETURNING.
+ *	  Only the foreign data wrapper callbacks of colojoin's leaves are
+ *	  colojoin's: postgres_fdw plans the remote SQL of their scans (and adds
+ *	  the ctid that names a row), but every scan and every change runs on
+ *	  the transaction's write connection of the node (connection.c), so the
+ *	  rows a statement reads, locks and changes are in the remote
+ *	  transaction that colojoin's other writes, savepoints and two-phase
+ *	  commit manage, and a change reaches every placement of the leaf: the
+ *	  primary by its ctid, each replica by the row's old image (every
+ *	  column, compared as the node prints it), whichever copy of identical
+ *	  rows that finds.
+ *
+ *	  The routine is handed to the planner through get_relation_info_hook
+ *	  while cj_plan_row_writes plans, and to the executor by lending it to
+ *	  the leaves' relcache entries while ExecutorStart builds the plan's
+ *	  states (PostgreSQL asks the relation for its routine there); a plan is
+ *	  recognised by a mark in its nodes' private lists.
+ *
+ *	  This file does not plan writes it can send whole (modify.c) nor route
+ *	  inserted rows of a sharded table (insert_route.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "access/table.h"
+#include "storage/itemptr.h"
+#include "utils/fmgrprotos.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "commands/explain.h"
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/plancat.h"
+#include "parser/parsetree.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "deparse/deparse.h"
+#include "metadata/metadata.h"
+#include "plan/planner.h"
+#include "remote/connection.h"
+#include "util/extension.h"
+#include "util/fdw_writes.h"
+#include "write/row_writes.h"
+
+#define ROW_WRITES_MARK "colojoin row writes"
+
+bool		cj_planning_rowwise = false;
+
+static get_relation_info_hook_type prev_relation_info = NULL;
+static ExecutorStart_hook_type prev_executor_start = NULL;
+
+/* postgres_fdw's routine (planning) and colojoin's (execution) */
+static FdwRoutine *pg_routine = NULL;
+static FdwRoutine *cj_routine = NULL;
+
+static int	cursor_counter = 0;
+
+/* ---------------------------------------------------------------------
+ * Which leaves are colojoin's
+ * ---------------------------------------------------------------------
+ */
+
+/* the leaf's metadata and its sharded table's OID, or NULL */
+static CjLeaf *
+managed_leaf(Oid relid, Oid *root)
+{
+	List	   *ancestors;
+	CjTable    *t;
+	int			cls;
+	int			li;
+
+	if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE ||
+		!get_rel_relispartition(relid))
+		return NULL;
+	ancestors = get_partition_ancestors(relid);
+	if (ancestors == NIL)
+		return NULL;
+	t = cj_get_table(llast_oid(ancestors));
+	if (t == NULL)
+		return NULL;
+	cls = cj_class_of_leaf(t, relid, &li);
+	if (cls < 0 || !t->classes[cls].leaves[li].is_foreign)
+		return NULL;
+	if (root)
+		*root = t->relid;
+	return &t->classes[cls].leaves[li];
+}
+
+bool
+cj_is_managed_leaf(Oid relid)
+{
+	return colojoin_is_active() && managed_leaf(relid, NULL) != NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * Text of values as the nodes read and print them
+ * ---------------------------------------------------------------------
+ */
+
+static char *
+value_text(Datum value, Oid typid)
+{
+	Oid			out;
+	bool		varlena;
+
+	getTypeOutputInfo(typid, &out, &varlena);
+	return OidOutputFunctionCall(out, value);
+}
+
+/* a heap tuple of desc from columns first.. of res's row (leaf order) */
+static HeapTuple
+tuple_from_result(TupleDesc desc, PGresult *res, int row, int first,
+				  ItemPointer ctid)
+{
+	Datum	   *values = palloc0(desc->natts * sizeof(Datum));
+	bool	   *nulls = palloc(desc->natts * sizeof(bool));
+	HeapTuple	tuple;
+	int			col = first;
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		Oid			in;
+		Oid			ioparam;
+
+		nulls[i] = true;
+		if (att->attisdropped)
+			continue;
+		if (!PQgetisnull(res, row, col))
+		{
+			getTypeInputInfo(att->atttypid, &in, &ioparam);
+			values[i] = OidInputFunctionCall(in, PQgetvalue(res, row, col),
+											 ioparam, att->atttypmod);
+			nulls[i] = false;
+		}
+		col++;
+	}
+	tuple = heap_form_tuple(desc, values, nulls);
+	if (ctid)
+		tuple->t_self = *ctid;
+	pfree(values);
+	pfree(nulls);
+	return tuple;
+}
+
+/* ---------------------------------------------------------------------
+ * Scans
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct RowScan
+{
+	CjConnection *conn;
+	char	   *sql;			/* postgres_fdw's SELECT */
+	List	   *retrieved;		/* attnos of its columns */
+	int			fetch_size;
+	char		cursor[64];
+	bool		declared;
+	bool		eof;
+	PGresult   *res;
+	int			next_row;
+	List	   *param_states;	/* ExprState of each $n */
+	List	   *param_types;
+	MemoryContext batch_cxt;
+	char	   *context;
+} RowScan;
+
+static Oid
+scan_server(Relation rel)
+{
+	return GetForeignTable(RelationGetRelid(rel))->serverid;
+}
+
+static Oid
+scan_user(ForeignScan *fs, EState *estate)
+{
+	RangeTblEntry *rte = exec_rt_fetch(fs->scan.scanrelid, estate);
+
+	return OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+}
+
+static void
+rw_begin_scan(ForeignScanState *node, int eflags)
+{
+	ForeignScan *fs = (ForeignScan *) node->ss.ps.plan;
+	Relation	rel = node->ss.ss_currentRelation;
+	RowScan    *st;
+	ListCell   *lc;
+
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	st = palloc0(sizeof(RowScan));
+	st->sql = strVal(list_nth(fs->fdw_private, 0));
+	st->retrieved = (List *) list_nth(fs->fdw_private, 1);
+	st->fetch_size = intVal(list_nth(fs->fdw_private, 2));
+	if (st->fetch_size <= 0)
+		st->fetch_size = 100;
+	st->context = psprintf("partition %s", RelationGetRelationName(rel));
+	st->conn = cj_get_write_connection(scan_server(rel),
+									   scan_user(fs, node->ss.ps.state));
+	st->param_states = ExecInitExprList(fs->fdw_exprs, (PlanState *) node);
+	foreach(lc, fs->fdw_exprs)
+		st->param_types = lappend_oid(st->param_types,
+									  exprType((Node *) lfirst(lc)));
+	st->batch_cxt = AllocSetContextCreate(node->ss.ps.state->es_query_cxt,
+										  "colojoin row scan",
+										  ALLOCSET_DEFAULT_SIZES);
+	node->fdw_state = st;
+}
+
+static void
+declare_cursor(ForeignScanState *node, RowScan *st)
+{
+	ExprContext *econtext = node->ss.ps.ps_ExprContext;
+	int			nparams = list_length(st->param_states);
+	const char **values = palloc0(Max(nparams, 1) * sizeof(char *));
+	ListCell   *lc;
+	ListCell   *lt;
+	int			i = 0;
+	int			level = cj_pin_node_output_settings();
+	char	   *sql;
+	PGresult   *res;
+
+	forboth(lc, st->param_states, lt, st->param_types)
+	{
+		bool		isnull;
+		Datum		v = ExecEvalExpr((ExprState *) lfirst(lc), econtext, &isnull);
+
+		values[i++] = isnull ? NULL : value_text(v, lfirst_oid(lt));
+	}
+	AtEOXact_GUC(true, level);
+	snprintf(st->cursor, sizeof(st->cursor), "colojoin_row_%d", ++cursor_counter);
+	sql = psprintf("DECLARE %s NO SCROLL CURSOR FOR %s", st->cursor, st->sql);
+	cj_conn_send_params(st->conn, sql, nparams, values, st->context);
+	res = cj_conn_collect(st->conn, sql, st->context);
+	PQclear(res);
+	st->declared = true;
+	st->eof = false;
+}
+
+static TupleTableSlot *
+rw_iterate_scan(ForeignScanState *node)
+{
+	RowScan    *st = (RowScan *) node->fdw_state;
+	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
+	TupleDesc	desc = RelationGetDescr(node->ss.ss_currentRelation);
+	Datum	   *values;
+	bool	   *nulls;
+	ItemPointerData ctid;
+	bool		has_ctid = false;
+	HeapTuple	tuple;
+	MemoryContext old;
+	ListCell   *lc;
+	int			col = 0;
+
+	ExecClearTuple(slot);
+	if (!st->declared)
+		declare_cursor(node, st);
+	if (st->res == NULL || st->next_row >= PQntuples(st->res))
+	{
+		char	   *sql;
+
+		if (st->res)
+			PQclear(st->res);
+		st->res = NULL;
+		MemoryContextReset(st->batch_cxt);
+		if (st->eof)
+			return slot;
+		sql = psprintf("FETCH %d FROM %s", st->fetch_size, st->cursor);
+		st->res = cj_exec_query(st->conn, sql, st->context);
+		pfree(sql);
+		st->next_row = 0;
+		if (PQntuples(st->res) < st->fetch_size)
+			st->eof = true;
+		if (PQntuples(st->res) == 0)
+			return slot;
+	}
+
+	old = MemoryContextSwitchTo(st->batch_cxt);
+	values = palloc0(desc->natts * sizeof(Datum));
+	nulls = palloc(desc->natts * sizeof(bool));
+	memset(nulls, true, desc->natts * sizeof(bool));
+	foreach(lc, st->retrieved)
+	{
+		int			attno = lfirst_int(lc);
+		char	   *text = PQgetisnull(st->res, st->next_row, col) ? NULL :
+			PQgetvalue(st->res, st->next_row, col);
+
+		col++;
+		if (attno > 0 && text != NULL)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, attno - 1);
+			Oid			in;
+			Oid			ioparam;
+
+			getTypeInputInfo(att->atttypid, &in, &ioparam);
+			values[attno - 1] = OidInputFunctionCall(in, text, ioparam,
+													 att->atttypmod);
+			nulls[attno - 1] = false;
+		}
+		else if (attno == SelfItemPointerAttributeNumber && text != NULL)
+		{
+			ctid = *(ItemPointer) DatumGetPointer(DirectFunctionCall1(tidin,
+															CStringGetDatum(text)));
+			has_ctid = true;
+		}
+	}
+	tuple = heap_form_tuple(desc, values, nulls);
+	if (has_ctid)
+		tuple->t_self = ctid;
+	tuple->t_tableOid = RelationGetRelid(node->ss.ss_currentRelation);
+	MemoryContextSwitchTo(old);
+	st->next_row++;
+	ExecStoreHeapTuple(tuple, slot, false);
+	return slot;
+}
+
+static void
+close_cursor(RowScan *st)
+{
+	if (st->res)
+		PQclear(st->res);
+	st->res = NULL;
+	if (st->declared)
+	{
+		char	   *sql = psprintf("CLOSE %s", st->cursor);
+
+		cj_exec_command(st->conn, sql, st->context);
+		pfree(sql);
+	}
+	st->declared = false;
+	st->eof = false;
+}
+
+static void
+rw_rescan(ForeignScanState *node)
+{
+	RowScan    *st = (RowScan *) node->fdw_state;
+
+	if (st != NULL)
+		close_cursor(st);
+}
+
+static void
+rw_end_scan(ForeignScanState *node)
+{
+	RowScan    *st = (RowScan *) node->fdw_state;
+
+	if (st != NULL)
+		close_cursor(st);
+}
+
+static void
+rw_explain_scan(ForeignScanState *node, ExplainState *es)
+{
+	ForeignScan *fs = (ForeignScan *) node->ss.ps.plan;
+
+	if (es->verbose)
+		ExplainPropertyText("Remote SQL", strVal(list_nth(fs->fdw_private, 0)),
+							es);
+	ExplainPropertyText("Colojoin", "row by row on the write connection", es);
+}
+
+static ForeignScan *
+rw_get_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
+			ForeignPath *best_path, List *tlist, List *scan_clauses,
+			Plan *outer_plan)
+{
+	ForeignScan *fs = pg_routine->GetForeignPlan(root, baserel, foreigntableid,
+												 best_path, tlist,
+												 scan_clauses, outer_plan);
+
+	/*
+	 * The mark goes last: postgres_fdw reads its list by position, should
+	 * its own callbacks ever see this plan.
+	 */
+	while (list_length(fs->fdw_private) < 4)
+		fs->fdw_private = lappend(fs->fdw_private, makeString(""));
+	fs->fdw_private = lappend(fs->fdw_private, makeString(ROW_WRITES_MARK));
+	return fs;
+}
+
+/* ---------------------------------------------------------------------
+ * Changes
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct RowModify
+{
+	CmdType		op;
+	Oid			relid;
+	char	   *context;
+	int			nplacements;
+	CjConnection **conns;		/* primary first */
+	char	  **sql;			/* per placement */
+	int			nset;			/* UPDATE: columns set; INSERT: columns */
+	AttrNumber *set_attnos;		/* leaf attnos */
+	int			nimage;			/* columns of a row's image */
+	AttrNumber ctid_attno;		/* in the plan's rows */
+	bool		checked;		/* two-phase commit possible */
+	MemoryContext row_cxt;
+} RowModify;
+
+static bool
+is_mark(Node *n)
+{
+	return n != NULL && IsA(n, String) && strcmp(strVal(n), ROW_WRITES_MARK) == 0;
+}
+
+/* remote name of a leaf column (leaf attno) */
+static const char *
+remote_column(Relation rel, CjLeaf *leaf, Oid root, AttrNumber attno)
+{
+	const char *name = NameStr(TupleDescAttr(RelationGetDescr(rel), attno - 1)->attname);
+	AttrNumber	top = get_attnum(root, name);
+
+	if (top > 0 && top <= leaf->natts && leaf->remote_colnames[top - 1] != NULL)
+		return leaf->remote_colnames[top - 1];
+	return name;
+}
+
+static bool
+column_written(Form_pg_attribute att)
+{
+	return !att->attisdropped && att->attgenerated == '\0';
+}
+
+/*
+ * The statements of one placement: the primary's names its row by ctid
+ * and returns it (ctid, every column, then the old image where replicas
+ * need it); a replica's names its row by the old image.
+ */
+static char *
+placement_sql(RowModify *st, Relation rel, CjLeaf *leaf, Oid root, int p)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	CjPlacement *pl = &leaf->placements[p];
+	char	   *q = cj_qualified_name(pl->remote_schema, pl->remote_table);
+	StringInfoData buf;
+	StringInfoData image;
+	int			i;
+	int			n;
+
+	initStringInfo(&buf);
+	initStringInfo(&image);
+
+	/* the image match of a replica: its params after the row's values */
+	n = (st->op == CMD_UPDATE) ? st->nset : 0;
+	for (i = 1; i <= desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i - 1);
+
+		if (!column_written(att))
+			continue;
+		n++;
+		appendStringInfo(&image, "%sx.%s::pg_catalog.text IS NOT DISTINCT FROM ($%d::%s)::pg_catalog.text",
+						 image.len ? " AND " : "",
+						 cj_quote_ident(remote_column(rel, leaf, root, i)), n,
+						 cj_type_name(att->atttypid, att->atttypmod));
+	}
+
+	if (st->op == CMD_INSERT)
+	{
+		appendStringInfo(&buf, "INSERT INTO %s AS r (", q);
+		for (i = 0; i < st->nset; i++)
+			appendStringInfo(&buf, "%s%s", i ? ", " : "",
+							 cj_quote_ident(remote_column(rel, leaf, root, st->set_attnos[i])));
+		appendStringInfoString(&buf, ") VALUES (");
+		for (i = 0; i < st->nset; i++)
+			appendStringInfo(&buf, "%s$%d", i ? ", " : "", i + 1);
+		appendStringInfoChar(&buf, ')');
+	}
+	else if (st->op == CMD_UPDATE)
+	{
+		int			base = (p == 0) ? 1 : 0;
+
+		appendStringInfo(&buf, "UPDATE ONLY %s r SET ", q);
+		for (i = 0; i < st->nset; i++)
+			appendStringInfo(&buf, "%s%s = $%d", i ? ", " : "",
+							 cj_quote_ident(remote_column(rel, leaf, root, st->set_attnos[i])),
+							 base + i + 1);
+		if (p == 0 && st->nplacements > 1)
+		{
+			/* the old image, as the node prints it, for the replicas */
+			appendStringInfoString(&buf, " FROM (SELECT x.ctid AS t");
+			for (i = 1; i <= desc->natts; i++)
+				if (column_written(TupleDescAttr(desc, i - 1)))
+					appendStringInfo(&buf, ", x.%s AS o%d",
+									 cj_quote_ident(remote_column(rel, leaf, root, i)), i);
+			appendStringInfo(&buf, " FROM ONLY %s x WHERE x.ctid = $1) o WHERE r.ctid = o.t", q);
+		}
+		else if (p == 0)
+			appendStringInfoString(&buf, " WHERE r.ctid = $1");
+	}
+	else
+	{
+		appendStringInfo(&buf, "DELETE FROM ONLY %s r", q);
+		if (p == 0)
+			appendStringInfoString(&buf, " WHERE r.ctid = $1");
+	}
+
+	if (p > 0 && st->op != CMD_INSERT)
+		appendStringInfo(&buf, " WHERE r.ctid = (SELECT x.ctid FROM ONLY %s x WHERE %s LIMIT 1)",
+						 q, image.data);
+
+	if (p == 0)
+	{
+		appendStringInfoString(&buf, " RETURNING r.ctid");
+		for (i = 1; i <= desc->natts; i++)
+			if (!TupleDescAttr(desc, i - 1)->attisdropped)
+				appendStringInfo(&buf, ", r.%s",
+								 cj_quote_ident(remote_column(rel, leaf, root, i)));
+		if (st->op == CMD_UPDATE && st->nplacements > 1)
+		{
+			for (i = 1; i <= desc->natts; i++)
+				if (column_written(TupleDescAttr(desc, i - 1)))
+					appendStringInfo(&buf, ", o.o%d", i);
+		}
+	}
+	pfree(image.data);
+	return buf.data;
+}
+
+static void
+begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, CmdType op,
+			 int eflags)
+{
+	Relation	rel = rinfo->ri_RelationDesc;
+	TupleDesc	desc = RelationGetDescr(rel);
+	EState	   *estate = mtstate->ps.state;
+	RangeTblEntry *rte = exec_rt_fetch(rinfo->ri_RangeTableIndex, estate);
+	Oid			userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+	Oid			root;
+	CjLeaf	   *leaf = managed_leaf(RelationGetRelid(rel), &root);
+	RowModify  *st;
+	int			i;
+
+	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
+		return;
+	if (leaf == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("\"%s\" is no longer a partition of a sharded table",
+						RelationGetRelationName(rel)),
+				 errhint("Run the statement again.")));
+	st = palloc0(sizeof(RowModify));
+	st->op = op;
+	st->relid = RelationGetRelid(rel);
+	st->context = psprintf("partition %s", RelationGetRelationName(rel));
+	st->set_attnos = palloc0(desc->natts * sizeof(AttrNumber));
+	if (op == CMD_UPDATE)
+	{
+		Bitmapset  *cols = bms_union(rte->updatedCols, rte->extraUpdatedCols);
+
+		/* the RTE's columns are the statement target's; map by name */
+		Relation	target = rinfo->ri_RootResultRelInfo ?
+			rinfo->ri_RootResultRelInfo->ri_RelationDesc : rel;
+		int			k = -1;
+
+		if (rinfo->ri_RootResultRelInfo)
+		{
+			RangeTblEntry *trte = exec_rt_fetch(rinfo->ri_RootResultRelInfo->ri_RangeTableIndex, estate);
+
+			cols = bms_union(trte->updatedCols, trte->extraUpdatedCols);
+		}
+		while ((k = bms_next_member(cols, k)) >= 0)
+		{
+			AttrNumber	tattno = k + FirstLowInvalidHeapAttributeNumber;
+			AttrNumber	lattno;
+
+			if (tattno <= 0)
+				continue;
+			lattno = get_attnum(RelationGetRelid(rel),
+								NameStr(TupleDescAttr(RelationGetDescr(target), tattno - 1)->attname));
+			if (lattno > 0 && column_written(TupleDescAttr(desc, lattno - 1)))
+				st->set_attnos[st->nset++] = lattno;
+		}
+	}
+	else if (op == CMD_INSERT)
+	{
+		for (i = 1; i <= desc->natts; i++)
+			if (column_written(TupleDescAttr(desc, i - 1)))
+				st->set_attnos[st->nset++] = i;
+	}
+	for (i = 1; i <= desc->natts; i++)
+		if (column_written(TupleDescAttr(desc, i - 1)))
+			st->nimage++;
+	if (op != CMD_INSERT)
+	{
+		Plan	   *sub = outerPlanState(mtstate)->plan;
+
+		st->ctid_attno = ExecFindJunkAttributeInTlist(sub->targetlist, "ctid");
+		if (!AttributeNumberIsValid(st->ctid_attno))
+			elog(ERROR, "could not find junk ctid column");
+	}
+	st->nplacements = leaf->nplacements;
+	st->conns = palloc(st->nplacements * sizeof(CjConnection *));
+	st->sql = palloc(st->nplacements * sizeof(char *));
+	for (i = 0; i < st->nplacements; i++)
+	{
+		st->conns[i] = cj_get_write_connection(leaf->placements[i].serverid, userid);
+		st->sql[i] = placement_sql(st, rel, leaf, root, i);
+	}
+	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
+										"colojoin row write",
+										ALLOCSET_DEFAULT_SIZES);
+	rinfo->ri_FdwState = st;
+}
+
+static List *
+rw_plan_modify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+			   int subplan_index)
+{
+	return list_make1(makeString(ROW_WRITES_MARK));
+}
+
+static void
+rw_begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
+				List *fdw_private, int subplan_index, int eflags)
+{
+	begin_modify(mtstate, rinfo, mtstate->operation, eflags);
+}
+
+static void
+rw_begin_insert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
+{
+	begin_modify(mtstate, rinfo, CMD_INSERT, 0);
+}
+
+/* run one placement's statement; its result (PQclear it) */
+static PGresult *
+run_placement(RowModify *st, int p, int nparams, const char **values)
+{
+	PGresult   *res;
+
+	cj_conn_send_params(st->conns[p], st->sql[p], nparams, values, st->context);
+	res = cj_conn_collect(st->conns[p], st->sql[p], st->context);
+	cj_conn_note_dml(st->conns[p]);
+	return res;
+}
+
+/*
+ * Write one row: values[0..nvalues) are the primary's parameters (ctid
+ * first unless INSERT); the replicas get the row's values and its image.
+ * The row as the primary returned it goes into slot; NULL when the
+ * primary had no such row any more.
+ */
+static TupleTableSlot *
+write_row(RowModify *st, ResultRelInfo *rinfo, TupleTableSlot *slot,
+		  const char **values, int nvalues)
+{
+	TupleDesc	desc = RelationGetDescr(rinfo->ri_RelationDesc);
+	PGresult   *res;
+	HeapTuple	tuple;
+	ItemPointerData ctid;
+	int			ncols = 0;
+	int			p;
+	int			i;
+
+	if (!st->checked)
+	{
+		List	   *conns = NIL;
+
+		for (p = 0; p < st->nplacements; p++)
+			conns = lappend(conns, st->conns[p]);
+		cj_check_two_phase(conns);
+		st->checked = true;
+	}
+	res = run_placement(st, 0, nvalues, values);
+	if (PQntuples(res) == 0)
+	{
+		PQclear(res);
+		return NULL;
+	}
+	for (i = 0; i < desc->natts; i++)
+		if (!TupleDescAttr(desc, i)->attisdropped)
+			ncols++;
+
+	/* the replicas: the same change, their row found by its image */
+	for (p = 1; p < st->nplacements; p++)
+	{
+		int			nrep = 0;
+		const char **rvalues = palloc0((st->nset + st->nimage + 1) * sizeof(char *));
+		PGresult   *rres;
+		int			first_image;
+
+		if (st->op != CMD_DELETE)
+			for (i = 0; i < st->nset; i++)
+				rvalues[nrep++] = values[(st->op == CMD_UPDATE ? 1 : 0) + i];
+		if (st->op != CMD_INSERT)
+		{
+			/* DELETE: the returned row; UPDATE: the old image after it */
+			first_image = (st->op == CMD_DELETE) ? 1 : 1 + ncols;
+			for (i = 0; i < desc->natts; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(desc, i);
+				int			col;
+
+				if (!column_written(att))
+					continue;
+				if (st->op == CMD_DELETE)
+				{
+					int			j;
+
+					/* position among the returned (non-dropped) columns */
+					col = first_image;
+					for (j = 0; j < i; j++)
+						if (!TupleDescAttr(desc, j)->attisdropped)
+							col++;
+				}
+				else
+					col = first_image++;
+				rvalues[nrep++] = PQgetisnull(res, 0, col) ? NULL :
+					PQgetvalue(res, 0, col);
+			}
+		}
+		rres = run_placement(st, p, nrep, rvalues);
+		if (strcmp(PQcmdTuples(rres), "1") != 0)
+		{
+			PQclear(rres);
+			PQclear(res);
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the placement of \"%s\" on node \"%s\" does not hold a row its primary holds",
+							get_rel_name(st->relid),
+							cj_node_name(managed_leaf(st->relid, NULL)->placements[p].serverid)),
+					 errdetail("The copies of the partition differ; the statement wrote none of them."),
+					 errhint("Bring the placement back in line with colojoin.repair_placement.")));
+		}
+		PQclear(rres);
+		pfree(rvalues);
+	}
+
+	ctid = *(ItemPointer) DatumGetPointer(DirectFunctionCall1(tidin,
+													CStringGetDatum(PQgetvalue(res, 0, 0))));
+	tuple = tuple_from_result(desc, res, 0, 1, &ctid);
+	tuple->t_tableOid = st->relid;
+	PQclear(res);
+	ExecForceStoreHeapTuple(tuple, slot, true);
+	return slot;
+}
+
+static TupleTableSlot *
+rw_exec_insert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
+			   TupleTableSlot *planSlot)
+{
+	RowModify  *st = (RowModify *) rinfo->ri_FdwState;
+	const char **values = palloc0((st->nset + 1) * sizeof(char *));
+	int			level;
+	int			i;
+
+	slot_getallattrs(slot);
+	level = cj_pin_node_output_settings();
+	for (i = 0; i < st->nset; i++)
+	{
+		AttrNumber	a = st->set_attnos[i];
+
+		values[i] = slot->tts_isnull[a - 1] ? NULL :
+			value_text(slot->tts_values[a - 1],
+					   TupleDescAttr(slot->tts_tupleDescriptor, a - 1)->atttypid);
+	}
+	AtEOXact_GUC(true, level);
+	return write_row(st, rinfo, slot, values, st->nset);
+}
+
+static const char *
+row_ctid(RowModify *st, TupleTableSlot *planSlot)
+{
+	bool		isnull;
+	Datum		d = ExecGetJunkAttribute(planSlot, st->ctid_attno, &isnull);
+
+	if (isnull)
+		elog(ERROR, "ctid is NULL");
+	return DatumGetCString(DirectFunctionCall1(tidout, d));
+}
+
+static TupleTableSlot *
+rw_exec_update(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
+			   TupleTableSlot *planSlot)
+{
+	RowModify  *st = (RowModify *) rinfo->ri_FdwState;
+	const char **values = palloc0((st->nset + 2) * sizeof(char *));
+	int			level;
+	int			i;
+
+	values[0] = row_ctid(st, planSlot);
+	slot_getallattrs(slot);
+	level = cj_pin_node_output_settings();
+	for (i = 0; i < st->nset; i++)
+	{
+		AttrNumber	a = st->set_attnos[i];
+
+		values[i + 1] = slot->tts_isnull[a - 1] ? NULL :
+			value_text(slot->tts_values[a - 1],
+					   TupleDescAttr(slot->tts_tupleDescriptor, a - 1)->atttypid);
+	}
+	AtEOXact_GUC(true, level);
+	return write_row(st, rinfo, slot, values, st->nset + 1);
+}
+
+static TupleTableSlot *
+rw_exec_delete(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
+			   TupleTableSlot *planSlot)
+{
+	RowModify  *st = (RowModify *) rinfo->ri_FdwState;
+	const char *values[1];
+
+	values[0] = row_ctid(st, planSlot);
+	return write_row(st, rinfo, slot, values, 1);
+}
+
+static void
+rw_end_modify(EState *estate, ResultRelInfo *rinfo)
+{
+}
+
+static void
+rw_explain_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
+				  List *fdw_private, int subplan_index, ExplainState *es)
+{
+	ExplainPropertyText("Colojoin", "row by row, every placement", es);
+}
+
+/* ---------------------------------------------------------------------
+ * The routine, the planner and the executor
+ * ---------------------------------------------------------------------
+ */
+
+static FdwRoutine *
+routine(FdwRoutine *pg)
+{
+	MemoryContext old;
+
+	if (cj_routine != NULL)
+		return cj_routine;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	pg_routine = palloc(sizeof(FdwRoutine));
+	memcpy(pg_routine, pg, sizeof(FdwRoutine));
+	cj_routine = palloc(sizeof(FdwRoutine));
+	memcpy(cj_routine, pg, sizeof(FdwRoutine));
+	MemoryContextSwitchTo(old);
+
+	/* postgres_fdw plans the leaves' scans, colojoin runs them */
+	cj_routine->GetForeignPlan = rw_get_plan;
+	cj_routine->BeginForeignScan = rw_begin_scan;
+	cj_routine->IterateForeignScan = rw_iterate_scan;
+	cj_routine->ReScanForeignScan = rw_rescan;
+	cj_routine->EndForeignScan = rw_end_scan;
+	cj_routine->ExplainForeignScan = rw_explain_scan;
+	/* joins, aggregates and direct modification are colojoin's own plans */
+	cj_routine->GetForeignJoinPaths = NULL;
+	cj_routine->GetForeignUpperPaths = NULL;
+	cj_routine->PlanDirectModify = NULL;
+	cj_routine->BeginDirectModify = NULL;
+	cj_routine->IterateDirectModify = NULL;
+	cj_routine->EndDirectModify = NULL;
+	cj_routine->RecheckForeignScan = NULL;
+	cj_routine->RefetchForeignRow = NULL;
+	cj_routine->IsForeignPathAsyncCapable = NULL;
+	cj_routine->ForeignAsyncRequest = NULL;
+	cj_routine->ForeignAsyncConfigureWait = NULL;
+	cj_routine->ForeignAsyncNotify = NULL;
+	cj_routine->GetForeignModifyBatchSize = NULL;
+	cj_routine->ExecForeignBatchInsert = NULL;
+	cj_routine->PlanForeignModify = rw_plan_modify;
+	cj_routine->BeginForeignModify = rw_begin_modify;
+	cj_routine->ExecForeignInsert = rw_exec_insert;
+	cj_routine->ExecForeignUpdate = rw_exec_update;
+	cj_routine->ExecForeignDelete = rw_exec_delete;
+	cj_routine->EndForeignModify = rw_end_modify;
+	cj_routine->BeginForeignInsert = rw_begin_insert;
+	cj_routine->EndForeignInsert = rw_end_modify;
+	cj_routine->ExplainForeignModify = rw_explain_modify;
+	return cj_routine;
+}
+
+static void
+cj_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
+				 RelOptInfo *rel)
+{
+	if (prev_relation_info)
+		prev_relation_info(root, relid, inhparent, rel);
+	if (cj_planning_rowwise && !inhparent && rel->fdwroutine != NULL &&
+		rel->fdwroutine != cj_routine && managed_leaf(relid, NULL) != NULL)
+		rel->fdwroutine = routine(rel->fdwroutine);
+}
+
+PlannedStmt *
+cj_plan_row_writes(Query *parse, const char *query_string, int cursorOptions,
+				   ParamListInfo boundParams, CjRowPlanFunc plan_fn)
+{
+	PlannedStmt *stmt;
+	bool		saved = cj_planning_rowwise;
+	bool		saved_custom = cj_plan_no_custom_paths;
+
+	cj_planning_rowwise = true;
+	cj_plan_no_custom_paths = true;
+	PG_TRY();
+	{
+		stmt = plan_fn(parse, query_string, cursorOptions, boundParams);
+	}
+	PG_FINALLY();
+	{
+		cj_planning_rowwise = saved;
+		cj_plan_no_custom_paths = saved_custom;
+	}
+	PG_END_TRY();
+	return stmt;
+}
+
+/* the relations whose routine the plan's nodes need, or NIL */
+static void
+collect_marked(Plan *plan, PlannedStmt *stmt, List **relids)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return;
+	if (IsA(plan, ForeignScan))
+	{
+		ForeignScan *fs = (ForeignScan *) plan;
+
+		if (fs->scan.scanrelid > 0 && fs->fdw_private != NIL &&
+			is_mark((Node *) llast(fs->fdw_private)))
+			*relids = list_append_unique_oid(*relids,
+											 rt_fetch(fs->scan.scanrelid, stmt->rtable)->relid);
+	}
+	else if (IsA(plan, ModifyTable))
+	{
+		ModifyTable *mt = (ModifyTable *) plan;
+		ListCell   *lr;
+
+		forboth(lc, mt->fdwPrivLists, lr, mt->resultRelations)
+		{
+			List	   *priv = (List *) lfirst(lc);
+
+			if (priv != NIL && is_mark((Node *) linitial(priv)))
+				*relids = list_append_unique_oid(*relids,
+												 rt_fetch(lfirst_int(lr), stmt->rtable)->relid);
+		}
+	}
+	collect_marked(plan->lefttree, stmt, relids);
+	collect_marked(plan->righttree, stmt, relids);
+	if (IsA(plan, Append))
+		foreach(lc, ((Append *) plan)->appendplans)
+			collect_marked((Plan *) lfirst(lc), stmt, relids);
+	else if (IsA(plan, MergeAppend))
+		foreach(lc, ((MergeAppend *) plan)->mergeplans)
+			collect_marked((Plan *) lfirst(lc), stmt, relids);
+	else if (IsA(plan, SubqueryScan))
+		collect_marked(((SubqueryScan *) plan)->subplan, stmt, relids);
+	else if (IsA(plan, CustomScan))
+		foreach(lc, ((CustomScan *) plan)->custom_plans)
+			collect_marked((Plan *) lfirst(lc), stmt, relids);
+	else if (IsA(plan, BitmapAnd))
+		foreach(lc, ((BitmapAnd *) plan)->bitmapplans)
+			collect_marked((Plan *) lfirst(lc), stmt, relids);
+	else if (IsA(plan, BitmapOr))
+		foreach(lc, ((BitmapOr *) plan)->bitmapplans)
+			collect_marked((Plan *) lfirst(lc), stmt, relids);
+}
+
+static List *
+marked_relids(PlannedStmt *stmt)
+{
+	List	   *relids = NIL;
+	ListCell   *lc;
+
+	if (cj_routine == NULL || stmt->commandType == CMD_UTILITY)
+		return NIL;
+	collect_marked(stmt->planTree, stmt, &relids);
+	foreach(lc, stmt->subplans)
+		collect_marked((Plan *) lfirst(lc), stmt, &relids);
+	return relids;
+}
+
+bool
+cj_plan_is_row_writes(PlannedStmt *stmt)
+{
+	return marked_relids(stmt) != NIL;
+}
+
+/* a planstate tree built with postgres_fdw's callbacks where ours were meant */
+static bool
+wrong_routine(PlanState *ps, void *context)
+{
+	if (ps == NULL)
+		return false;
+	if (IsA(ps, ForeignScanState))
+	{
+		ForeignScan *fs = (ForeignScan *) ps->plan;
+
+		if (fs->fdw_private != NIL && is_mark((Node *) llast(fs->fdw_private)) &&
+			((ForeignScanState *) ps)->fdwroutine->BeginForeignScan != rw_begin_scan)
+			return true;
+	}
+	if (IsA(ps, ModifyTableState))
+	{
+		ModifyTableState *mts = (ModifyTableState *) ps;
+		ModifyTable *mt = (ModifyTable *) ps->plan;
+		int			i = 0;
+		ListCell   *lc;
+
+		foreach(lc, mt->fdwPrivLists)
+		{
+			List	   *priv = (List *) lfirst(lc);
+
+			if (priv != NIL && is_mark((Node *) linitial(priv)) &&
+				(mts->resultRelInfo[i].ri_FdwRoutine == NULL ||
+				 mts->resultRelInfo[i].ri_FdwRoutine->ExecForeignUpdate != rw_exec_update))
+				return true;
+			i++;
+		}
+	}
+	return planstate_tree_walker(ps, wrong_routine, context);
+}
+
+static void
+cj_row_writes_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	List	   *relids = marked_relids(queryDesc->plannedstmt);
+	List	   *rels = NIL;
+	List	   *saved = NIL;
+	List	   *lent = NIL;
+	ListCell   *lc;
+	bool		wrong = false;
+
+	/*
+	 * Lend colojoin's routine to the leaves' relcache entries while the
+	 * executor asks them for it (ExecInitForeignScan, InitResultRelInfo);
+	 * the relcache frees an entry's routine when it rebuilds it, so each
+	 * gets its own copy, and the entry's own comes back after.
+	 */
+	foreach(lc, relids)
+	{
+		Relation	rel = RelationIdGetRelation(lfirst_oid(lc));
+		FdwRoutine *copy = MemoryContextAlloc(CacheMemoryContext, sizeof(FdwRoutine));
+
+		memcpy(copy, cj_routine, sizeof(FdwRoutine));
+		rels = lappend(rels, rel);
+		saved = lappend(saved, rel->rd_fdwroutine);
+		lent = lappend(lent, copy);
+		rel->rd_fdwroutine = copy;
+	}
+	PG_TRY();
+	{
+		if (prev_executor_start)
+			prev_executor_start(queryDesc, eflags);
+		else
+			standard_ExecutorStart(queryDesc, eflags);
+	}
+	PG_FINALLY();
+	{
+		ListCell   *ls;
+		ListCell   *ll;
+
+		forthree(lc, rels, ls, saved, ll, lent)
+		{
+			Relation	rel = (Relation) lfirst(lc);
+
+			if (rel->rd_fdwroutine == lfirst(ll))
+			{
+				rel->rd_fdwroutine = (FdwRoutine *) lfirst(ls);
+				pfree(lfirst(ll));
+			}
+			RelationClose(rel);
+		}
+	}
+	PG_END_TRY();
+
+	if (relids != NIL && queryDesc->planstate != NULL)
+		wrong = wrong_routine(queryDesc->planstate, NULL);
+	if (wrong)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("a partition of a sharded table changed while the statement started"),
+				 errhint("Run the statement again.")));
+}
+
+void
+cj_row_writes_init(void)
+{
+	prev_relation_info = get_relation_info_hook;
+	get_relation_info_hook = cj_relation_info;
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = cj_row_writes_executor_start;
+	cj_statement_is_colojoins = cj_plan_is_row_writes;
+}
