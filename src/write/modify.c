@@ -579,13 +579,9 @@ plan_update_delete(Query *parse, const char *query_string, int cursorOptions,
 
 	if (update)
 	{
+		/* a row whose key changes may move: row by row (row_writes.c) */
 		if (changes_key(target->table, rti, parse->targetList, &keycol))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot update partition key column \"%s\" of sharded table \"%s\"",
-							keycol, get_rel_name(rte->relid)),
-					 errdetail("A row whose key changes may belong to a partition on another node; colojoin does not move rows between nodes in an UPDATE."),
-					 errhint("DELETE the rows and INSERT them again with the new key.")));
+			return NULL;
 		foreach(lc, parse->targetList)
 		{
 			TargetEntry *te = (TargetEntry *) lfirst(lc);

@@ -144,6 +144,18 @@ cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		cj_plan_no_custom_paths)
 		return;
 
+	/*
+	 * System columns (tableoid, ctid) are the partitions' own: PostgreSQL
+	 * scans them, through colojoin's connections (row_writes.c).
+	 */
+	{
+		int			a;
+
+		for (a = rel->min_attr; a < 0; a++)
+			if (!bms_is_empty(rel->attr_needed[a - rel->min_attr]))
+				return;
+	}
+
 	/* joins of its partitions would be postgres_fdw's */
 	rel->consider_partitionwise_join = false;
 	{

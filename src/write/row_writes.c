@@ -32,6 +32,7 @@
  */
 #include "postgres.h"
 
+#include "access/attmap.h"
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "access/table.h"
@@ -59,6 +60,7 @@
 #include "remote/connection.h"
 #include "util/extension.h"
 #include "util/fdw_writes.h"
+#include "write/insert_route.h"
 #include "write/row_writes.h"
 
 #define ROW_WRITES_MARK "colojoin row writes"
@@ -177,6 +179,7 @@ typedef struct RowScan
 	char		cursor[64];
 	bool		declared;
 	bool		eof;
+	bool		locking;		/* FOR UPDATE: its cursor runs forward only */
 	PGresult   *res;
 	int			next_row;
 	List	   *param_states;	/* ExprState of each $n */
@@ -184,6 +187,8 @@ typedef struct RowScan
 	MemoryContext batch_cxt;
 	char	   *context;
 } RowScan;
+
+static void declare_cursor(ForeignScanState *node, RowScan *st);
 
 static Oid
 scan_server(Relation rel)
@@ -215,6 +220,8 @@ rw_begin_scan(ForeignScanState *node, int eflags)
 	st->fetch_size = intVal(list_nth(fs->fdw_private, 2));
 	if (st->fetch_size <= 0)
 		st->fetch_size = 100;
+	st->locking = (strstr(st->sql, " FOR UPDATE") != NULL ||
+				   strstr(st->sql, " FOR SHARE") != NULL);
 	st->context = psprintf("partition %s", RelationGetRelationName(rel));
 	st->conn = cj_get_write_connection(scan_server(rel),
 									   scan_user(fs, node->ss.ps.state));
@@ -226,6 +233,14 @@ rw_begin_scan(ForeignScanState *node, int eflags)
 										  "colojoin row scan",
 										  ALLOCSET_DEFAULT_SIZES);
 	node->fdw_state = st;
+
+	/*
+	 * The cursor takes its snapshot now, before the statement changes any
+	 * row: a row it moves into a partition scanned later is not found
+	 * again there (PostgreSQL's scans all read the statement's snapshot).
+	 */
+	if (fs->fdw_exprs == NIL)
+		declare_cursor(node, st);
 }
 
 static void
@@ -250,7 +265,7 @@ declare_cursor(ForeignScanState *node, RowScan *st)
 	}
 	AtEOXact_GUC(true, level);
 	snprintf(st->cursor, sizeof(st->cursor), "colojoin_row_%d", ++cursor_counter);
-	sql = psprintf("DECLARE %s NO SCROLL CURSOR FOR %s", st->cursor, st->sql);
+	sql = psprintf("DECLARE %s CURSOR FOR %s", st->cursor, st->sql);
 	cj_conn_send_params(st->conn, sql, nparams, values, st->context);
 	res = cj_conn_collect(st->conn, sql, st->context);
 	PQclear(res);
@@ -357,8 +372,23 @@ rw_rescan(ForeignScanState *node)
 {
 	RowScan    *st = (RowScan *) node->fdw_state;
 
-	if (st != NULL)
-		close_cursor(st);
+	if (st == NULL)
+		return;
+
+	/* the same rows again: rewind, keeping the cursor's snapshot */
+	if (st->declared && node->ss.ps.chgParam == NULL && !st->locking)
+	{
+		char	   *sql = psprintf("MOVE BACKWARD ALL IN %s", st->cursor);
+
+		if (st->res)
+			PQclear(st->res);
+		st->res = NULL;
+		st->eof = false;
+		cj_exec_command(st->conn, sql, st->context);
+		pfree(sql);
+		return;
+	}
+	close_cursor(st);
 }
 
 static void
@@ -417,8 +447,10 @@ typedef struct RowModify
 	AttrNumber *set_attnos;		/* leaf attnos */
 	int			nimage;			/* columns of a row's image */
 	AttrNumber ctid_attno;		/* in the plan's rows */
+	struct RowModify *mover;	/* UPDATE: the DELETE of a row that moves */
+	Oid			root;			/* the sharded table */
+	Oid			userid;
 	bool		checked;		/* two-phase commit possible */
-	MemoryContext row_cxt;
 } RowModify;
 
 static bool
@@ -616,14 +648,24 @@ begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, CmdType op,
 	st->nplacements = leaf->nplacements;
 	st->conns = palloc(st->nplacements * sizeof(CjConnection *));
 	st->sql = palloc(st->nplacements * sizeof(char *));
+	st->root = root;
+	st->userid = userid;
 	for (i = 0; i < st->nplacements; i++)
 	{
 		st->conns[i] = cj_get_write_connection(leaf->placements[i].serverid, userid);
 		st->sql[i] = placement_sql(st, rel, leaf, root, i);
 	}
-	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
-										"colojoin row write",
-										ALLOCSET_DEFAULT_SIZES);
+	if (op == CMD_UPDATE)
+	{
+		/* a row whose new key belongs elsewhere leaves this leaf */
+		st->mover = palloc(sizeof(RowModify));
+		memcpy(st->mover, st, sizeof(RowModify));
+		st->mover->op = CMD_DELETE;
+		st->mover->mover = NULL;
+		st->mover->sql = palloc(st->nplacements * sizeof(char *));
+		for (i = 0; i < st->nplacements; i++)
+			st->mover->sql[i] = placement_sql(st->mover, rel, leaf, root, i);
+	}
 	rinfo->ri_FdwState = st;
 }
 
@@ -794,6 +836,56 @@ row_ctid(RowModify *st, TupleTableSlot *planSlot)
 	return DatumGetCString(DirectFunctionCall1(tidout, d));
 }
 
+/*
+ * move_row
+ *		The new version of an updated row belongs to another partition: as
+ *		PostgreSQL moves a row between plain partitions, delete it here
+ *		(every placement) and insert it into the sharded table, which
+ *		routes it.  The inserted row is what the statement returns.
+ */
+static TupleTableSlot *
+move_row(RowModify *st, ResultRelInfo *rinfo, TupleTableSlot *slot,
+		 TupleTableSlot *planSlot)
+{
+	const char *values[1];
+	Relation	root = table_open(st->root, NoLock);
+	TupleTableSlot *old = MakeSingleTupleTableSlot(RelationGetDescr(rinfo->ri_RelationDesc),
+												   &TTSOpsHeapTuple);
+	TupleTableSlot *root_slot = MakeSingleTupleTableSlot(RelationGetDescr(root),
+														 &TTSOpsVirtual);
+	AttrMap    *map = build_attrmap_by_name_if_req(RelationGetDescr(root),
+												   RelationGetDescr(rinfo->ri_RelationDesc));
+	CjRouter   *router;
+
+	values[0] = row_ctid(st, planSlot);
+	if (write_row(st->mover, rinfo, old, values, 1) == NULL)
+	{
+		ExecDropSingleTupleTableSlot(old);
+		ExecDropSingleTupleTableSlot(root_slot);
+		table_close(root, NoLock);
+		return NULL;			/* gone meanwhile, as for an UPDATE */
+	}
+	slot_getallattrs(slot);
+	if (map != NULL)
+		execute_attr_map_slot(map, slot, root_slot);
+	else
+	{
+		ExecClearTuple(root_slot);
+		memcpy(root_slot->tts_values, slot->tts_values,
+			   slot->tts_tupleDescriptor->natts * sizeof(Datum));
+		memcpy(root_slot->tts_isnull, slot->tts_isnull,
+			   slot->tts_tupleDescriptor->natts * sizeof(bool));
+		ExecStoreVirtualTuple(root_slot);
+	}
+	router = cj_router_begin(st->root, st->userid, NIL, 0, NULL, NULL, NULL);
+	cj_router_put(router, root_slot);
+	(void) cj_router_end(router);
+	ExecDropSingleTupleTableSlot(old);
+	ExecDropSingleTupleTableSlot(root_slot);
+	table_close(root, NoLock);
+	return slot;
+}
+
 static TupleTableSlot *
 rw_exec_update(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 			   TupleTableSlot *planSlot)
@@ -803,6 +895,9 @@ rw_exec_update(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 	int			level;
 	int			i;
 
+	if (rinfo->ri_RelationDesc->rd_rel->relispartition &&
+		!ExecPartitionCheck(rinfo, slot, estate, false))
+		return move_row(st, rinfo, slot, planSlot);
 	values[0] = row_ctid(st, planSlot);
 	slot_getallattrs(slot);
 	level = cj_pin_node_output_settings();
@@ -900,7 +995,13 @@ cj_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 {
 	if (prev_relation_info)
 		prev_relation_info(root, relid, inhparent, rel);
-	if (cj_planning_rowwise && !inhparent && rel->fdwroutine != NULL &&
+	/*
+	 * Once the transaction wrote through colojoin, every scan of its leaves
+	 * that PostgreSQL plans is colojoin's too, on the connection that sees
+	 * the writes.
+	 */
+	if ((cj_planning_rowwise || (cj_xact_has_dml() && colojoin_is_active())) &&
+		!inhparent && rel->fdwroutine != NULL &&
 		rel->fdwroutine != cj_routine && managed_leaf(relid, NULL) != NULL)
 		rel->fdwroutine = routine(rel->fdwroutine);
 }
