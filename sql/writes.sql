@@ -217,8 +217,13 @@ DELETE FROM orders WHERE o_id IS NULL AND o_cust = -1;
 UPDATE orders SET o_note = 'was null' WHERE o_id IS NULL;
 UPDATE orders_l SET o_note = 'was null' WHERE o_id IS NULL;
 SELECT same('orders', 'orders_l');
--- an UPDATE that would move rows between leaves is refused
+-- an UPDATE that moves rows between leaves moves them, as PostgreSQL
+-- moves rows between plain partitions (row by row, row_writes.c)
 UPDATE orders SET o_id = o_id + 1 WHERE o_id = 8;
+UPDATE orders_l SET o_id = o_id + 1 WHERE o_id = 8;
+SELECT same('orders', 'orders_l');
+UPDATE orders SET o_id = o_id - 1 WHERE o_id = 9 AND o_cust = (SELECT o_cust FROM orders_l WHERE o_id = 9 LIMIT 1) RETURNING o_id;
+UPDATE orders_l SET o_id = o_id - 1 WHERE o_id = 9 AND o_cust = (SELECT o_cust FROM orders_l WHERE o_id = 9 LIMIT 1);
 -- assigning the key its own value is no change of key
 UPDATE orders SET o_id = o_id, o_cust = 99 WHERE o_id = 8;
 UPDATE orders_l SET o_id = o_id, o_cust = 99 WHERE o_id = 8;
@@ -334,10 +339,11 @@ SELECT o.o_id, o.o_total, count(*), sum(l.l_qty * l.l_price) FROM orders o JOIN 
 SELECT count(*) FROM orders;
 SELECT * FROM orders WHERE o_id = 7000;
 EXPLAIN (COSTS OFF) SELECT * FROM orders WHERE o_cust = 1;
--- a foreign partition read directly (postgres_fdw) would not see the
--- writes: refused once the transaction wrote on its node
+-- a foreign partition read directly sees the writes: once the transaction
+-- wrote, PostgreSQL's scans of the leaves run on colojoin's connections
 UPDATE orders SET o_note = o_note WHERE o_id < 10;
-SELECT count(*) FROM orders_p0;
+SELECT count(*) = (SELECT count(*) FROM orders WHERE tableoid = 'orders_p0'::regclass) AS partition_sees_writes
+FROM orders_p0;
 ROLLBACK;
 -- TRUNCATE goes through postgres_fdw, which would neither see nor commit
 -- with the writes: refused
@@ -427,9 +433,11 @@ SELECT same('orders', 'orders_l') AS orders_now, same('lines', 'lines_l') AS lin
 -- whole rows, of a table and of the null-extended side of a join
 SELECT twin('SELECT o FROM orders o WHERE o.o_id > 6990') AS whole_rows;
 SELECT twin('SELECT o.o_id, l FROM orders o LEFT JOIN lines l ON l.l_order = o.o_cust WHERE o.o_id > 6990') AS whole_rows_outer;
--- rows found by a join colojoin does not run (by ctid): refused, clearly
+-- rows found by a join colojoin does not run (by ctid): row by row, on
+-- colojoin's connections; rolled back to the savepoint
 SAVEPOINT s_ctid;
 DELETE FROM orders WHERE o_id IN (SELECT l_qty FROM lines);
+SELECT count(*) FROM orders WHERE o_id IN (SELECT l_qty FROM lines);
 ROLLBACK TO s_ctid;
 -- and a write after such reads still commits with them
 UPDATE orders SET o_note = 'turned' WHERE o_id = 7100;
@@ -488,8 +496,10 @@ COPY rep FROM STDIN;
 \.
 INSERT INTO rep_l VALUES (9001, 1, 'copied'), (9002, 2, 'copied');
 -- a join colojoin cannot run on the nodes (the tables do not line up) is
--- PostgreSQL's, which would write only primaries: refused
+-- PostgreSQL's plan, whose rows colojoin writes on every placement
 UPDATE rep r SET v = r.v + o.o_cust FROM orders o WHERE o.o_id = r.k;
+UPDATE rep_l r SET v = r.v + o.o_cust FROM orders_l o WHERE o.o_id = r.k;
+SELECT same('rep', 'rep_l'), placements_agree('rep');
 BEGIN;
 INSERT INTO rep VALUES (9100, 0, 'in a transaction');
 UPDATE rep SET t = 'updated in it' WHERE k = 9100;
@@ -576,8 +586,11 @@ INSERT INTO ex_l SELECT g, g * 3 % 11 FROM generate_series(1, 200) g;
 SELECT count(*) AS misplaced FROM ex
 	WHERE NOT satisfies_hash_partition('ex'::regclass, 2, CASE WHEN tableoid = 'ex_0'::regclass THEN 0 ELSE 1 END, a + b);
 UPDATE ex SET a = a + 1 WHERE b = 2;
+UPDATE ex_l SET a = a + 1 WHERE b = 2;
 UPDATE ex SET b = b WHERE b = 2;
 SELECT same('ex', 'ex_l');
+SELECT count(*) AS misplaced FROM ex
+	WHERE NOT satisfies_hash_partition('ex'::regclass, 2, CASE WHEN tableoid = 'ex_0'::regclass THEN 0 ELSE 1 END, a + b);
 
 -- ================================================================
 -- what colojoin leaves to PostgreSQL: triggers on the coordinator

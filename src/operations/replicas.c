@@ -155,8 +155,9 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 	 * where the new table is.
 	 */
 	CjConnection *src = cj_get_write_connection(primary->serverid, GetUserId());
-	CjConnection *dst = cj_get_write_connection(serverid, GetUserId());
-	Oid			dstnode;
+	CjConnection *dst;
+	char	   *why;
+
 	const char *schema = primary->remote_schema;
 	const char *table = primary->remote_table;
 	char	   *qualified = quote_qualified_identifier(schema, table);
@@ -169,6 +170,12 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 	StringInfoData sql;
 	int			i;
 
+	/* DDL on one connection per database (see shard_create.c) */
+	if (!cj_conn_try_connect(serverid, GetUserId(), 0, &why))
+		(void) cj_get_connection(serverid, GetUserId(), 0);
+	dst = cj_get_write_connection(cj_node_representative(serverid, GetUserId()),
+								  GetUserId());
+
 	/* both connections are open now, so both databases are known */
 	if (cj_node_same(primary->serverid, serverid))
 		ereport(ERROR,
@@ -178,10 +185,6 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 						quote_identifier(get_rel_name(leaf->relid))),
 				 errdetail("A replica there would be the primary table itself."),
 				 errhint("Add the replica on a server of another node.")));
-	/* DDL on one connection per database (see shard_create.c) */
-	dstnode = cj_node_representative(serverid, GetUserId());
-	if (dstnode != serverid && dstnode != primary->serverid)
-		dst = cj_get_write_connection(dstnode, GetUserId());
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,

@@ -644,9 +644,15 @@ colojoin_create_shards(PG_FUNCTION_ARGS)
 		char	   *qualified = psprintf("%s.%s", quote_identifier(nspname),
 										 quote_identifier(leaf));
 		char	   *context = psprintf("creating partition %s", leaf);
-		Oid			node = cj_node_representative(placement[r], GetUserId());
+		Oid			node;
 		CjConnection *conn;
 		bool		schema_done = false;
+		char	   *why;
+
+		/* connected, the server's database is known (node_identity.c) */
+		if (!cj_conn_try_connect(placement[r], GetUserId(), 0, &why))
+			(void) cj_get_connection(placement[r], GetUserId(), 0);
+		node = cj_node_representative(placement[r], GetUserId());
 
 		/*
 		 * The DDL goes through the transaction's write connection of the

@@ -158,11 +158,13 @@ drop_remote(const char *server, const char *schema, const char *table)
 		Oid			node;
 		CjConnection *conn;
 
+		char	   *why;
+
 		/* where this transaction's writes to the node go, rows or DDL */
-		conn = cj_get_write_connection(srv->serverid, GetUserId());
+		if (!cj_conn_try_connect(srv->serverid, GetUserId(), 0, &why))
+			(void) cj_get_connection(srv->serverid, GetUserId(), 0);
 		node = cj_node_representative(srv->serverid, GetUserId());
-		if (node != srv->serverid)
-			conn = cj_get_write_connection(node, GetUserId());
+		conn = cj_get_write_connection(node, GetUserId());
 		cj_exec_command(conn, psprintf("DROP TABLE IF EXISTS %s",
 									   quote_qualified_identifier(schema, table)),
 						psprintf("dropping %s on %s",

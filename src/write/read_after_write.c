@@ -29,6 +29,9 @@
  */
 #include "postgres.h"
 
+#include "access/sysattr.h"
+#include "optimizer/optimizer.h"
+
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "executor/executor.h"
@@ -150,10 +153,18 @@ cj_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	 */
 	{
 		int			a;
+		Bitmapset  *used = NULL;
+		ListCell   *lc;
 
 		for (a = rel->min_attr; a < 0; a++)
 			if (!bms_is_empty(rel->attr_needed[a - rel->min_attr]))
 				return;
+		foreach(lc, rel->baserestrictinfo)
+			pull_varattnos((Node *) ((RestrictInfo *) lfirst(lc))->clause,
+						   rti, &used);
+		a = bms_next_member(used, -1);
+		if (a >= 0 && a + FirstLowInvalidHeapAttributeNumber < 0)
+			return;
 	}
 
 	/* joins of its partitions would be postgres_fdw's */
