@@ -600,7 +600,14 @@ begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, CmdType op,
 	st->relid = RelationGetRelid(rel);
 	st->context = psprintf("partition %s", RelationGetRelationName(rel));
 	st->set_attnos = palloc0(desc->natts * sizeof(AttrNumber));
-	if (op == CMD_UPDATE)
+	if (op == CMD_UPDATE && rel->trigdesc && rel->trigdesc->trig_update_before_row)
+	{
+		/* a BEFORE trigger on the coordinator may change any column */
+		for (i = 1; i <= desc->natts; i++)
+			if (column_written(TupleDescAttr(desc, i - 1)))
+				st->set_attnos[st->nset++] = i;
+	}
+	else if (op == CMD_UPDATE)
 	{
 		Bitmapset  *cols = bms_union(rte->updatedCols, rte->extraUpdatedCols);
 
