@@ -196,6 +196,7 @@ _PG_init(void)
 	cj_read_after_write_init();
 	cj_size_cache_init();
 	cj_copy_from_init();
+	cj_truncate_init();
 
 	/*
 	 * Last, once every module defined its settings (size_cache.c and

@@ -106,7 +106,21 @@ cj_process_utility(PlannedStmt *pstmt, const char *queryString,
 			xact_wrote_to_shards = true;
 	}
 	else if (IsA(parsetree, TruncateStmt))
-		xact_wrote_to_shards = true;
+	{
+		ListCell   *lc;
+
+		/* what colojoin truncates itself never comes this far */
+		foreach(lc, ((TruncateStmt *) parsetree)->relations)
+		{
+			Oid			relid = RangeVarGetRelid(lfirst_node(RangeVar, lc),
+												 NoLock, true);
+			char		relkind = OidIsValid(relid) ? get_rel_relkind(relid) : 0;
+
+			if (relkind == RELKIND_FOREIGN_TABLE ||
+				relkind == RELKIND_PARTITIONED_TABLE)
+				xact_wrote_to_shards = true;
+		}
+	}
 }
 
 static void

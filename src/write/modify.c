@@ -1317,6 +1317,29 @@ reaches_managed_leaf(Oid relid)
 	return false;
 }
 
+/* does a data-modifying WITH of parse write a table reaching a managed leaf? */
+static bool
+cte_writes_managed_leaf(Query *parse)
+{
+	ListCell   *lc;
+
+	foreach(lc, parse->cteList)
+	{
+		CommonTableExpr *cte = (CommonTableExpr *) lfirst(lc);
+		Query	   *q = (Query *) cte->ctequery;
+
+		if (!IsA(q, Query) || q->commandType == CMD_SELECT)
+			continue;
+		if (q->resultRelation > 0 &&
+			reaches_managed_leaf(rt_fetch(q->resultRelation, q->rtable)->relid))
+			return true;
+		if (q->hasModifyingCTE && cte_writes_managed_leaf(q))
+			return true;
+	}
+	return parse->resultRelation > 0 && parse->commandType != CMD_SELECT &&
+		reaches_managed_leaf(rt_fetch(parse->resultRelation, parse->rtable)->relid);
+}
+
 PlannedStmt *
 cj_plan_modify(Query *parse, const char *query_string, int cursorOptions,
 			   ParamListInfo boundParams, CjPlannerFunc plan_fn)
@@ -1325,6 +1348,13 @@ cj_plan_modify(Query *parse, const char *query_string, int cursorOptions,
 	PlannedStmt *stmt = NULL;
 	const char *why;
 
+	if (parse->hasModifyingCTE && colojoin_is_active() &&
+		!cj_xact_wrote_to_shards() && cte_writes_managed_leaf(parse))
+	{
+		/* WITH ... (INSERT | UPDATE | DELETE): PostgreSQL's plan, our callbacks */
+		return cj_plan_row_writes(parse, query_string, cursorOptions,
+								  boundParams, plan_fn);
+	}
 	if (parse->commandType != CMD_INSERT && parse->commandType != CMD_UPDATE &&
 		parse->commandType != CMD_DELETE)
 		return NULL;
@@ -1334,10 +1364,13 @@ cj_plan_modify(Query *parse, const char *query_string, int cursorOptions,
 	rte = rt_fetch(parse->resultRelation, parse->rtable);
 	if (parse->commandType == CMD_INSERT)
 	{
-		if (!cj_write_target(rte->relid, &why))
-			return NULL;
-		return plan_insert(parse, query_string, cursorOptions, boundParams,
-						   plan_fn);
+		if (cj_write_target(rte->relid, &why))
+			stmt = plan_insert(parse, query_string, cursorOptions, boundParams,
+							   plan_fn);
+		if (stmt == NULL && reaches_managed_leaf(rte->relid))
+			stmt = cj_plan_row_writes(parse, query_string, cursorOptions,
+									  boundParams, plan_fn);
+		return stmt;
 	}
 
 	/*

@@ -102,6 +102,7 @@ extern CustomScanMethods cj_modify_scan_methods;
 extern void cj_modify_init(void);
 extern void cj_write_guard_init(void);
 extern void cj_copy_from_init(void);
+extern void cj_truncate_init(void);
 extern void cj_read_after_write_init(void);
 
 #endif							/* COLOJOIN_MODIFY_H */

@@ -39,6 +39,7 @@
 #include "storage/itemptr.h"
 #include "utils/fmgrprotos.h"
 #include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
@@ -69,6 +70,8 @@ bool		cj_planning_rowwise = false;
 
 static get_relation_info_hook_type prev_relation_info = NULL;
 static ExecutorStart_hook_type prev_executor_start = NULL;
+static ExecutorRun_hook_type prev_executor_run = NULL;
+static ExecutorFinish_hook_type prev_executor_finish = NULL;
 
 /* postgres_fdw's routine (planning) and colojoin's (execution) */
 static FdwRoutine *pg_routine = NULL;
@@ -111,6 +114,12 @@ bool
 cj_is_managed_leaf(Oid relid)
 {
 	return colojoin_is_active() && managed_leaf(relid, NULL) != NULL;
+}
+
+CjLeaf *
+cj_managed_leaf(Oid relid)
+{
+	return colojoin_is_active() ? managed_leaf(relid, NULL) : NULL;
 }
 
 /* ---------------------------------------------------------------------
@@ -173,6 +182,8 @@ tuple_from_result(TupleDesc desc, PGresult *res, int row, int first,
 typedef struct RowScan
 {
 	CjConnection *conn;
+	Oid			serverid;
+	Oid			userid;
 	char	   *sql;			/* postgres_fdw's SELECT */
 	List	   *retrieved;		/* attnos of its columns */
 	int			fetch_size;
@@ -189,6 +200,18 @@ typedef struct RowScan
 } RowScan;
 
 static void declare_cursor(ForeignScanState *node, RowScan *st);
+
+/*
+ * The write connection again before each command: a colojoin scan of the
+ * same statement may have a command in flight there, which this reads to
+ * its end first (connection.c).
+ */
+static CjConnection *
+scan_conn(RowScan *st)
+{
+	st->conn = cj_get_write_connection(st->serverid, st->userid);
+	return st->conn;
+}
 
 static Oid
 scan_server(Relation rel)
@@ -223,8 +246,9 @@ rw_begin_scan(ForeignScanState *node, int eflags)
 	st->locking = (strstr(st->sql, " FOR UPDATE") != NULL ||
 				   strstr(st->sql, " FOR SHARE") != NULL);
 	st->context = psprintf("partition %s", RelationGetRelationName(rel));
-	st->conn = cj_get_write_connection(scan_server(rel),
-									   scan_user(fs, node->ss.ps.state));
+	st->serverid = scan_server(rel);
+	st->userid = scan_user(fs, node->ss.ps.state);
+	st->conn = cj_get_write_connection(st->serverid, st->userid);
 	st->param_states = ExecInitExprList(fs->fdw_exprs, (PlanState *) node);
 	foreach(lc, fs->fdw_exprs)
 		st->param_types = lappend_oid(st->param_types,
@@ -266,7 +290,7 @@ declare_cursor(ForeignScanState *node, RowScan *st)
 	AtEOXact_GUC(true, level);
 	snprintf(st->cursor, sizeof(st->cursor), "colojoin_row_%d", ++cursor_counter);
 	sql = psprintf("DECLARE %s CURSOR FOR %s", st->cursor, st->sql);
-	cj_conn_send_params(st->conn, sql, nparams, values, st->context);
+	cj_conn_send_params(scan_conn(st), sql, nparams, values, st->context);
 	res = cj_conn_collect(st->conn, sql, st->context);
 	PQclear(res);
 	st->declared = true;
@@ -302,7 +326,7 @@ rw_iterate_scan(ForeignScanState *node)
 		if (st->eof)
 			return slot;
 		sql = psprintf("FETCH %d FROM %s", st->fetch_size, st->cursor);
-		st->res = cj_exec_query(st->conn, sql, st->context);
+		st->res = cj_exec_query(scan_conn(st), sql, st->context);
 		pfree(sql);
 		st->next_row = 0;
 		if (PQntuples(st->res) < st->fetch_size)
@@ -360,7 +384,7 @@ close_cursor(RowScan *st)
 	{
 		char	   *sql = psprintf("CLOSE %s", st->cursor);
 
-		cj_exec_command(st->conn, sql, st->context);
+		cj_exec_command(scan_conn(st), sql, st->context);
 		pfree(sql);
 	}
 	st->declared = false;
@@ -384,7 +408,7 @@ rw_rescan(ForeignScanState *node)
 			PQclear(st->res);
 		st->res = NULL;
 		st->eof = false;
-		cj_exec_command(st->conn, sql, st->context);
+		cj_exec_command(scan_conn(st), sql, st->context);
 		pfree(sql);
 		return;
 	}
@@ -442,6 +466,7 @@ typedef struct RowModify
 	char	   *context;
 	int			nplacements;
 	CjConnection **conns;		/* primary first */
+	Oid		   *servers;
 	char	  **sql;			/* per placement */
 	int			nset;			/* UPDATE: columns set; INSERT: columns */
 	AttrNumber *set_attnos;		/* leaf attnos */
@@ -580,7 +605,11 @@ begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, CmdType op,
 	Relation	rel = rinfo->ri_RelationDesc;
 	TupleDesc	desc = RelationGetDescr(rel);
 	EState	   *estate = mtstate->ps.state;
-	RangeTblEntry *rte = exec_rt_fetch(rinfo->ri_RangeTableIndex, estate);
+	/* a leaf tuple routing opened has no range table entry of its own */
+	RangeTblEntry *rte = exec_rt_fetch(rinfo->ri_RangeTableIndex > 0 ?
+									   rinfo->ri_RangeTableIndex :
+									   rinfo->ri_RootResultRelInfo->ri_RangeTableIndex,
+									   estate);
 	Oid			userid = OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 	Oid			root;
 	CjLeaf	   *leaf = managed_leaf(RelationGetRelid(rel), &root);
@@ -654,12 +683,14 @@ begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, CmdType op,
 	}
 	st->nplacements = leaf->nplacements;
 	st->conns = palloc(st->nplacements * sizeof(CjConnection *));
+	st->servers = palloc(st->nplacements * sizeof(Oid));
 	st->sql = palloc(st->nplacements * sizeof(char *));
 	st->root = root;
 	st->userid = userid;
 	for (i = 0; i < st->nplacements; i++)
 	{
-		st->conns[i] = cj_get_write_connection(leaf->placements[i].serverid, userid);
+		st->servers[i] = leaf->placements[i].serverid;
+		st->conns[i] = cj_get_write_connection(st->servers[i], userid);
 		st->sql[i] = placement_sql(st, rel, leaf, root, i);
 	}
 	if (op == CMD_UPDATE)
@@ -702,6 +733,8 @@ run_placement(RowModify *st, int p, int nparams, const char **values)
 {
 	PGresult   *res;
 
+	/* again: a scan of the statement may be reading there (scan_conn) */
+	st->conns[p] = cj_get_write_connection(st->servers[p], st->userid);
 	cj_conn_send_params(st->conns[p], st->sql[p], nparams, values, st->context);
 	res = cj_conn_collect(st->conns[p], st->sql[p], st->context);
 	cj_conn_note_dml(st->conns[p]);
@@ -1013,6 +1046,55 @@ cj_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 		rel->fdwroutine = routine(rel->fdwroutine);
 }
 
+/* does relid (partitioned) have a leaf colojoin manages below it? */
+static bool
+routes_to_managed_leaf(Oid relid)
+{
+	ListCell   *lc;
+
+	if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+		return false;
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		if (managed_leaf(lfirst_oid(lc), NULL) != NULL)
+		{
+			/* no leaf may have been planned: the routine is needed all the same */
+			(void) routine(GetFdwRoutineByRelId(lfirst_oid(lc)));
+			return true;
+		}
+	}
+	return false;
+}
+
+static void
+mark_routing(Plan *plan, PlannedStmt *stmt)
+{
+	ListCell   *lc;
+
+	if (plan == NULL)
+		return;
+	if (IsA(plan, ModifyTable))
+	{
+		ModifyTable *mt = (ModifyTable *) plan;
+		ListCell   *lr;
+
+		forboth(lc, mt->fdwPrivLists, lr, mt->resultRelations)
+		{
+			Oid			relid = rt_fetch(lfirst_int(lr), stmt->rtable)->relid;
+
+			if (lfirst(lc) == NIL && routes_to_managed_leaf(relid))
+				lfirst(lc) = list_make1(makeString(ROW_WRITES_MARK));
+		}
+	}
+	mark_routing(plan->lefttree, stmt);
+	mark_routing(plan->righttree, stmt);
+	if (IsA(plan, Append))
+		foreach(lc, ((Append *) plan)->appendplans)
+			mark_routing((Plan *) lfirst(lc), stmt);
+	else if (IsA(plan, SubqueryScan))
+		mark_routing(((SubqueryScan *) plan)->subplan, stmt);
+}
+
 PlannedStmt *
 cj_plan_row_writes(Query *parse, const char *query_string, int cursorOptions,
 				   ParamListInfo boundParams, CjRowPlanFunc plan_fn)
@@ -1033,6 +1115,18 @@ cj_plan_row_writes(Query *parse, const char *query_string, int cursorOptions,
 		cj_plan_no_custom_paths = saved_custom;
 	}
 	PG_END_TRY();
+
+	/*
+	 * A partitioned target routes its rows to leaves the executor opens
+	 * only as rows come (INSERT, COPY-like): its entry is marked as well.
+	 */
+	{
+		ListCell   *lc;
+
+		mark_routing(stmt->planTree, stmt);
+		foreach(lc, stmt->subplans)
+			mark_routing((Plan *) lfirst(lc), stmt);
+	}
 	return stmt;
 }
 
@@ -1062,9 +1156,25 @@ collect_marked(Plan *plan, PlannedStmt *stmt, List **relids)
 		{
 			List	   *priv = (List *) lfirst(lc);
 
-			if (priv != NIL && is_mark((Node *) linitial(priv)))
-				*relids = list_append_unique_oid(*relids,
-												 rt_fetch(lfirst_int(lr), stmt->rtable)->relid);
+			Oid			relid = rt_fetch(lfirst_int(lr), stmt->rtable)->relid;
+
+			if (priv == NIL || !is_mark((Node *) linitial(priv)))
+				continue;
+			if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+			{
+				ListCell   *ll;
+
+				/*
+				 * Locked now, the leaves routing opens later take no new
+				 * lock there, so no invalidation arrives to take the
+				 * routine back before their ResultRelInfo is made.
+				 */
+				foreach(ll, find_all_inheritors(relid, RowExclusiveLock, NULL))
+					if (managed_leaf(lfirst_oid(ll), NULL) != NULL)
+						*relids = list_append_unique_oid(*relids, lfirst_oid(ll));
+			}
+			else
+				*relids = list_append_unique_oid(*relids, relid);
 		}
 	}
 	collect_marked(plan->lefttree, stmt, relids);
@@ -1134,6 +1244,7 @@ wrong_routine(PlanState *ps, void *context)
 			List	   *priv = (List *) lfirst(lc);
 
 			if (priv != NIL && is_mark((Node *) linitial(priv)) &&
+				mts->resultRelInfo[i].ri_RelationDesc->rd_rel->relkind == RELKIND_FOREIGN_TABLE &&
 				(mts->resultRelInfo[i].ri_FdwRoutine == NULL ||
 				 mts->resultRelInfo[i].ri_FdwRoutine->ExecForeignUpdate != rw_exec_update))
 				return true;
@@ -1143,33 +1254,81 @@ wrong_routine(PlanState *ps, void *context)
 	return planstate_tree_walker(ps, wrong_routine, context);
 }
 
-static void
-cj_row_writes_executor_start(QueryDesc *queryDesc, int eflags)
+/* what lend_routine changed, for give_back */
+typedef struct Loan
 {
-	List	   *relids = marked_relids(queryDesc->plannedstmt);
-	List	   *rels = NIL;
-	List	   *saved = NIL;
-	List	   *lent = NIL;
-	ListCell   *lc;
-	bool		wrong = false;
+	List	   *rels;
+	List	   *saved;
+	List	   *lent;
+} Loan;
 
-	/*
-	 * Lend colojoin's routine to the leaves' relcache entries while the
-	 * executor asks them for it (ExecInitForeignScan, InitResultRelInfo);
-	 * the relcache frees an entry's routine when it rebuilds it, so each
-	 * gets its own copy, and the entry's own comes back after.
-	 */
+/*
+ * lend_routine
+ *		Lend colojoin's routine to the leaves' relcache entries while the
+ *		executor asks them for it (ExecInitForeignScan, InitResultRelInfo,
+ *		tuple routing); the relcache frees an entry's routine when it
+ *		rebuilds it, so each gets its own copy, and give_back restores the
+ *		entry's own.
+ */
+static void
+lend_routine(List *relids, Loan *loan)
+{
+	ListCell   *lc;
+
+	memset(loan, 0, sizeof(Loan));
 	foreach(lc, relids)
 	{
 		Relation	rel = RelationIdGetRelation(lfirst_oid(lc));
 		FdwRoutine *copy = MemoryContextAlloc(CacheMemoryContext, sizeof(FdwRoutine));
 
 		memcpy(copy, cj_routine, sizeof(FdwRoutine));
-		rels = lappend(rels, rel);
-		saved = lappend(saved, rel->rd_fdwroutine);
-		lent = lappend(lent, copy);
+		loan->rels = lappend(loan->rels, rel);
+		loan->saved = lappend(loan->saved, rel->rd_fdwroutine);
+		loan->lent = lappend(loan->lent, copy);
 		rel->rd_fdwroutine = copy;
 	}
+}
+
+static void
+give_back(Loan *loan)
+{
+	ListCell   *lc;
+	ListCell   *ls;
+	ListCell   *ll;
+
+	forthree(lc, loan->rels, ls, loan->saved, ll, loan->lent)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+
+		if (rel->rd_fdwroutine == lfirst(ll))
+		{
+			rel->rd_fdwroutine = (FdwRoutine *) lfirst(ls);
+			pfree(lfirst(ll));
+		}
+		RelationClose(rel);
+	}
+	list_free(loan->rels);
+	list_free(loan->saved);
+	list_free(loan->lent);
+}
+
+static void
+changed_meanwhile(void)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("a partition of a sharded table changed while the statement ran"),
+			 errdetail("Its foreign data wrapper callbacks were not colojoin's when the executor asked for them."),
+			 errhint("Run the statement again.")));
+}
+
+static void
+cj_row_writes_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	List	   *relids = marked_relids(queryDesc->plannedstmt);
+	Loan		loan;
+
+	lend_routine(relids, &loan);
 	PG_TRY();
 	{
 		if (prev_executor_start)
@@ -1179,30 +1338,74 @@ cj_row_writes_executor_start(QueryDesc *queryDesc, int eflags)
 	}
 	PG_FINALLY();
 	{
-		ListCell   *ls;
-		ListCell   *ll;
-
-		forthree(lc, rels, ls, saved, ll, lent)
-		{
-			Relation	rel = (Relation) lfirst(lc);
-
-			if (rel->rd_fdwroutine == lfirst(ll))
-			{
-				rel->rd_fdwroutine = (FdwRoutine *) lfirst(ls);
-				pfree(lfirst(ll));
-			}
-			RelationClose(rel);
-		}
+		give_back(&loan);
 	}
 	PG_END_TRY();
 
-	if (relids != NIL && queryDesc->planstate != NULL)
-		wrong = wrong_routine(queryDesc->planstate, NULL);
-	if (wrong)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("a partition of a sharded table changed while the statement started"),
-				 errhint("Run the statement again.")));
+	if (relids != NIL && queryDesc->planstate != NULL &&
+		wrong_routine(queryDesc->planstate, NULL))
+		changed_meanwhile();
+}
+
+/* rows routed to leaves: the leaves need the routine while the plan runs */
+static void
+cj_row_writes_executor_run(QueryDesc *queryDesc, ScanDirection direction,
+						   uint64 count, bool execute_once)
+{
+	List	   *relids = queryDesc->plannedstmt->commandType == CMD_SELECT &&
+		!queryDesc->plannedstmt->hasModifyingCTE ? NIL :
+		marked_relids(queryDesc->plannedstmt);
+	Loan		loan;
+
+	lend_routine(relids, &loan);
+	PG_TRY();
+	{
+		if (prev_executor_run)
+			prev_executor_run(queryDesc, direction, count, execute_once);
+		else
+			standard_ExecutorRun(queryDesc, direction, count, execute_once);
+	}
+	PG_FINALLY();
+	{
+		give_back(&loan);
+	}
+	PG_END_TRY();
+}
+
+static void
+cj_row_writes_executor_finish(QueryDesc *queryDesc)
+{
+	List	   *relids = queryDesc->plannedstmt->commandType == CMD_SELECT &&
+		!queryDesc->plannedstmt->hasModifyingCTE ? NIL :
+		marked_relids(queryDesc->plannedstmt);
+	Loan		loan;
+	ListCell   *lc;
+
+	lend_routine(relids, &loan);
+	PG_TRY();
+	{
+		if (prev_executor_finish)
+			prev_executor_finish(queryDesc);
+		else
+			standard_ExecutorFinish(queryDesc);
+	}
+	PG_FINALLY();
+	{
+		give_back(&loan);
+	}
+	PG_END_TRY();
+
+	/* every leaf a row was routed to wrote through colojoin */
+	if (relids != NIL)
+		foreach(lc, queryDesc->estate->es_tuple_routing_result_relations)
+		{
+			ResultRelInfo *ri = (ResultRelInfo *) lfirst(lc);
+
+			if (ri->ri_FdwRoutine != NULL &&
+				list_member_oid(relids, RelationGetRelid(ri->ri_RelationDesc)) &&
+				ri->ri_FdwRoutine->ExecForeignInsert != rw_exec_insert)
+				changed_meanwhile();
+		}
 }
 
 void
@@ -1212,5 +1415,9 @@ cj_row_writes_init(void)
 	get_relation_info_hook = cj_relation_info;
 	prev_executor_start = ExecutorStart_hook;
 	ExecutorStart_hook = cj_row_writes_executor_start;
+	prev_executor_run = ExecutorRun_hook;
+	ExecutorRun_hook = cj_row_writes_executor_run;
+	prev_executor_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = cj_row_writes_executor_finish;
 	cj_statement_is_colojoins = cj_plan_is_row_writes;
 }

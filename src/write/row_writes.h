@@ -28,6 +28,8 @@ extern PlannedStmt *cj_plan_row_writes(Query *parse, const char *query_string,
 
 /* whether relid is a foreign leaf of a sharded table colojoin manages */
 extern bool cj_is_managed_leaf(Oid relid);
+/* its metadata (placements), or NULL; valid until the transaction ends */
+extern struct CjLeaf *cj_managed_leaf(Oid relid);
 
 /* true while cj_plan_row_writes plans: colojoin adds no paths of its own */
 extern bool cj_planning_rowwise;
