@@ -171,6 +171,29 @@ RESET search_path;
 SELECT cj_wt_s.same('wp');
 DROP TRIGGER stamp ON cj_wt_s.wp;
 DROP TRIGGER stamp ON cj_wt_l.wp;
+-- and on INSERT, into a table with replicas (rows routed by PostgreSQL,
+-- written on every placement by colojoin)
+CREATE TRIGGER stamp BEFORE INSERT ON cj_wt_s.wl FOR EACH ROW EXECUTE FUNCTION public.cj_wt_stamp();
+CREATE TRIGGER stamp BEFORE INSERT ON cj_wt_l.wl FOR EACH ROW EXECUTE FUNCTION public.cj_wt_stamp();
+\set seq 'BEGIN; INSERT INTO wl VALUES (1000, 1, 1, ''a''), (1001, 2, 2, ''b''), (1003, 3, 3, NULL); INSERT INTO wl SELECT id + 2000, a, b, c FROM wl WHERE id < 30; SELECT count(*), sum(a), count(c) FROM wl WHERE id >= 1000; COMMIT;'
+SET search_path = cj_wt_s, public;
+:seq
+SET search_path = cj_wt_l, public;
+:seq
+RESET search_path;
+SELECT cj_wt_s.same('wl'), cj_wt_s.placements_agree('cj_wt_s.wl');
+DROP TRIGGER stamp ON cj_wt_s.wl;
+DROP TRIGGER stamp ON cj_wt_l.wl;
+
+-- writes inside WITH, and TRUNCATE, among other writes and reads
+\set seq 'BEGIN; WITH u AS (UPDATE wp SET v = v + 1 WHERE id < 20 RETURNING *) SELECT count(*), sum(v) FROM u; WITH d AS (DELETE FROM wr WHERE id < 10 RETURNING *) INSERT INTO wo SELECT id + 5000, grp FROM d; SAVEPOINT t; TRUNCATE wl; SELECT count(*) FROM wl; ROLLBACK TO SAVEPOINT t; TRUNCATE wr; INSERT INTO wr SELECT k, v FROM wo WHERE k > 5000; SELECT count(*), sum(grp) FROM wr; COMMIT;'
+SET search_path = cj_wt_s, public;
+:seq
+SET search_path = cj_wt_l, public;
+:seq
+RESET search_path;
+SELECT cj_wt_s.same('wp'), cj_wt_s.same('wo'), cj_wt_s.same('wr'), cj_wt_s.same('wl'),
+	cj_wt_s.placements_agree('cj_wt_s.wl');
 
 -- a table created and loaded in one transaction, through its own and a
 -- colocated table's functions, COPY included
