@@ -18,6 +18,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "executor/executor.h"
 #include "nodes/parsenodes.h"
 #include "parser/parsetree.h"
@@ -42,6 +43,29 @@ cj_xact_wrote_to_shards(void)
 
 
 /*
+ * A foreign partition, or a partitioned table with one below it: what
+ * colojoin reads.  Writes of plain tables, partitioned or not, and of
+ * foreign tables outside partitioned tables change nothing it reads.
+ */
+static bool
+is_shard_or_sharded(Oid relid)
+{
+	char		relkind = get_rel_relkind(relid);
+	ListCell   *lc;
+
+	if (relkind == RELKIND_FOREIGN_TABLE)
+		return get_rel_relispartition(relid);
+	if (relkind != RELKIND_PARTITIONED_TABLE)
+		return false;
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Remember that this transaction wrote through postgres_fdw to a foreign or
  * partitioned table once the writing statement has run; from then on the
  * planner leaves joins of shards to PostgreSQL, whose postgres_fdw scans
@@ -62,8 +86,7 @@ note_writes(QueryDesc *queryDesc)
 	{
 		RangeTblEntry *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
 
-		if (rte->relkind == RELKIND_FOREIGN_TABLE ||
-			rte->relkind == RELKIND_PARTITIONED_TABLE)
+		if (is_shard_or_sharded(rte->relid))
 			xact_wrote_to_shards = true;
 	}
 }
@@ -99,10 +122,7 @@ cj_process_utility(PlannedStmt *pstmt, const char *queryString,
 	{
 		Oid			relid = RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
 											 NoLock, true);
-		char		relkind = OidIsValid(relid) ? get_rel_relkind(relid) : 0;
-
-		if (relkind == RELKIND_FOREIGN_TABLE ||
-			relkind == RELKIND_PARTITIONED_TABLE)
+		if (OidIsValid(relid) && is_shard_or_sharded(relid))
 			xact_wrote_to_shards = true;
 	}
 	else if (IsA(parsetree, TruncateStmt))
@@ -116,8 +136,7 @@ cj_process_utility(PlannedStmt *pstmt, const char *queryString,
 												 NoLock, true);
 			char		relkind = OidIsValid(relid) ? get_rel_relkind(relid) : 0;
 
-			if (relkind == RELKIND_FOREIGN_TABLE ||
-				relkind == RELKIND_PARTITIONED_TABLE)
+			if (relkind != 0 && is_shard_or_sharded(relid))
 				xact_wrote_to_shards = true;
 		}
 	}

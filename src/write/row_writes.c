@@ -724,6 +724,17 @@ rw_begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo,
 static void
 rw_begin_insert(ModifyTableState *mtstate, ResultRelInfo *rinfo)
 {
+	/*
+	 * A row an UPDATE moves from another partition into a leaf that the
+	 * same UPDATE changes: that leaf's state is the UPDATE's.  The same
+	 * refusal as postgres_fdw's (rows colojoin itself moves between its
+	 * leaves never come here).
+	 */
+	if (rinfo->ri_FdwState != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot route tuples into foreign table to be updated \"%s\"",
+						RelationGetRelationName(rinfo->ri_RelationDesc))));
 	begin_modify(mtstate, rinfo, CMD_INSERT, 0);
 }
 
