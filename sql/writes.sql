@@ -345,12 +345,13 @@ UPDATE orders SET o_note = o_note WHERE o_id < 10;
 SELECT count(*) = (SELECT count(*) FROM orders WHERE tableoid = 'orders_p0'::regclass) AS partition_sees_writes
 FROM orders_p0;
 ROLLBACK;
--- TRUNCATE goes through postgres_fdw, which would neither see nor commit
--- with the writes: refused
+-- TRUNCATE goes through colojoin's connections, with the writes
 BEGIN;
 INSERT INTO kv VALUES (7002, 'x');
 TRUNCATE kv;
+SELECT count(*) FROM kv;
 ROLLBACK;
+SELECT count(*) > 0 AS rows_back FROM kv;
 -- colojoin.enable_writes = off: postgres_fdw writes, as before
 SET colojoin.enable_writes = off;
 SELECT top_node('INSERT INTO orders VALUES (1, 1, 1, ''x'')');
@@ -593,7 +594,7 @@ SELECT count(*) AS misplaced FROM ex
 	WHERE NOT satisfies_hash_partition('ex'::regclass, 2, CASE WHEN tableoid = 'ex_0'::regclass THEN 0 ELSE 1 END, a + b);
 
 -- ================================================================
--- what colojoin leaves to PostgreSQL: triggers on the coordinator
+-- triggers on the coordinator: PostgreSQL's executor, colojoin's writes
 -- ================================================================
 CREATE TABLE trg (k int, v int) PARTITION BY HASH (k);
 SELECT colojoin.create_shards('trg', ARRAY['wr_n1', 'wr_n2'], 2);
@@ -604,7 +605,7 @@ CREATE TRIGGER trg_ins AFTER INSERT ON trg FOR EACH ROW EXECUTE FUNCTION trg_fn(
 SELECT top_node('INSERT INTO trg VALUES (1, 1)');
 INSERT INTO trg VALUES (1, 1), (2, 2);
 SELECT * FROM trg_log ORDER BY k;
--- with replicas, such a write is refused rather than leaving them stale
+-- with replicas, such a write reaches every placement
 SELECT colojoin.add_replica('trg_p0', 'wr_n3');
 INSERT INTO trg VALUES (3, 3);
 SELECT placements_agree('trg');

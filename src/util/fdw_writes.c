@@ -28,6 +28,7 @@
 #include "util/fdw_writes.h"
 
 bool		(*cj_statement_is_colojoins) (PlannedStmt *stmt) = NULL;
+bool		cj_writes_through_colojoin = false;
 
 /* set once a statement of this transaction has written to a shard */
 static bool xact_wrote_to_shards = false;
@@ -117,6 +118,8 @@ cj_process_utility(PlannedStmt *pstmt, const char *queryString,
 								params, queryEnv, dest, qc);
 
 	/* COPY FROM routes rows to foreign partitions without the executor hooks */
+	if (cj_writes_through_colojoin)
+		return;
 	if (IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from &&
 		((CopyStmt *) parsetree)->relation != NULL)
 	{

@@ -23,6 +23,12 @@ extern bool cj_xact_wrote_to_shards(void);
 struct PlannedStmt;
 extern bool (*cj_statement_is_colojoins) (struct PlannedStmt *stmt);
 
+/*
+ * Set by the write layer while PostgreSQL writes through colojoin's
+ * callbacks outside the executor (COPY): no postgres_fdw write.
+ */
+extern bool cj_writes_through_colojoin;
+
 extern void cj_fdw_writes_init(void);
 
 #endif							/* COLOJOIN_FDW_WRITES_H */

@@ -33,8 +33,11 @@
 #include "plan/scan_plan.h"
 #include "remote/connection.h"
 #include "util/extension.h"
+#include "util/settings.h"
+#include "util/fdw_writes.h"
 #include "write/insert_route.h"
 #include "write/modify.h"
+#include "write/row_writes.h"
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
 
@@ -125,6 +128,37 @@ cj_copy_process_utility(PlannedStmt *pstmt, const char *queryString,
 		free_parsestate(pstate);
 		if (qc)
 			SetQueryCompletion(qc, CMDTAG_COPY, rows);
+		return;
+	}
+
+	/*
+	 * A COPY colojoin does not route itself (WHERE, FREEZE, a leaf named
+	 * directly): PostgreSQL routes its rows, colojoin's callbacks write
+	 * them (row_writes.c).
+	 */
+	if (IsA(parsetree, CopyStmt) && colojoin_enable && colojoin_enable_writes &&
+		colojoin_is_active() && ((CopyStmt *) parsetree)->is_from &&
+		((CopyStmt *) parsetree)->relation != NULL &&
+		!cj_xact_wrote_to_shards() &&
+		OidIsValid(relid = RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
+											RowExclusiveLock, true)))
+	{
+		void	   *loan = cj_row_writes_lend(relid);
+
+		PG_TRY();
+		{
+			if (prev_process_utility)
+				prev_process_utility(pstmt, queryString, readOnlyTree, context,
+									 params, queryEnv, dest, qc);
+			else
+				standard_ProcessUtility(pstmt, queryString, readOnlyTree,
+										context, params, queryEnv, dest, qc);
+		}
+		PG_FINALLY();
+		{
+			cj_row_writes_give_back(loan);
+		}
+		PG_END_TRY();
 		return;
 	}
 	if (prev_process_utility)

@@ -1348,6 +1348,9 @@ cj_plan_modify(Query *parse, const char *query_string, int cursorOptions,
 	PlannedStmt *stmt = NULL;
 	const char *why;
 
+	/* colojoin.enable_writes = off: postgres_fdw writes, as without colojoin */
+	if (!colojoin_enable || !colojoin_enable_writes)
+		return NULL;
 	if (parse->hasModifyingCTE && colojoin_is_active() &&
 		!cj_xact_wrote_to_shards() && cte_writes_managed_leaf(parse))
 	{

@@ -79,6 +79,8 @@ static FdwRoutine *cj_routine = NULL;
 
 static int	cursor_counter = 0;
 
+static bool routes_to_managed_leaf(Oid relid);
+
 /* ---------------------------------------------------------------------
  * Which leaves are colojoin's
  * ---------------------------------------------------------------------
@@ -1321,6 +1323,52 @@ give_back(Loan *loan)
 	list_free(loan->rels);
 	list_free(loan->saved);
 	list_free(loan->lent);
+}
+
+/*
+ * cj_row_writes_lend
+ *		See row_writes.h: colojoin's routine for the managed leaves at or
+ *		below relid while PostgreSQL writes them outside the executor
+ *		(COPY FROM); NULL when there are none.
+ */
+void *
+cj_row_writes_lend(Oid relid)
+{
+	List	   *relids = NIL;
+	Loan	   *loan;
+
+	if (get_rel_relkind(relid) == RELKIND_FOREIGN_TABLE)
+	{
+		if (managed_leaf(relid, NULL) != NULL)
+		{
+			(void) routine(GetFdwRoutineByRelId(relid));
+			relids = list_make1_oid(relid);
+		}
+	}
+	else if (routes_to_managed_leaf(relid))
+	{
+		ListCell   *lc;
+
+		foreach(lc, find_all_inheritors(relid, RowExclusiveLock, NULL))
+			if (managed_leaf(lfirst_oid(lc), NULL) != NULL)
+				relids = lappend_oid(relids, lfirst_oid(lc));
+	}
+	if (relids == NIL)
+		return NULL;
+	loan = palloc(sizeof(Loan));
+	lend_routine(relids, loan);
+	cj_writes_through_colojoin = true;
+	return loan;
+}
+
+void
+cj_row_writes_give_back(void *loan)
+{
+	if (loan == NULL)
+		return;
+	cj_writes_through_colojoin = false;
+	give_back((Loan *) loan);
+	pfree(loan);
 }
 
 static void

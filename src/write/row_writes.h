@@ -37,6 +37,14 @@ extern bool cj_planning_rowwise;
 /* whether a plan's foreign scans and modifications are colojoin's (above) */
 extern bool cj_plan_is_row_writes(PlannedStmt *stmt);
 
+/*
+ * Around a write PostgreSQL makes outside the executor (COPY FROM of a
+ * sharded table or leaf): the leaves at or below relid use colojoin's
+ * callbacks until given back.  NULL (nothing lent) when there are none.
+ */
+extern void *cj_row_writes_lend(Oid relid);
+extern void cj_row_writes_give_back(void *loan);
+
 extern void cj_row_writes_init(void);
 
 #endif							/* COLOJOIN_ROW_WRITES_H */

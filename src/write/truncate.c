@@ -37,6 +37,7 @@
 #include "metadata/metadata.h"
 #include "remote/connection.h"
 #include "util/extension.h"
+#include "util/settings.h"
 #include "write/modify.h"
 #include "write/row_writes.h"
 
@@ -112,7 +113,8 @@ cj_truncate_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
-	if (IsA(parsetree, TruncateStmt) && colojoin_is_active())
+	if (IsA(parsetree, TruncateStmt) && colojoin_enable &&
+		colojoin_enable_writes && colojoin_is_active())
 	{
 		TruncateStmt *stmt = (TruncateStmt *) parsetree;
 		List	   *leaves = NIL;

@@ -32,6 +32,7 @@
 
 #include "metadata/metadata.h"
 #include "util/extension.h"
+#include "util/fdw_writes.h"
 #include "write/modify.h"
 #include "write/row_writes.h"
 
@@ -176,7 +177,8 @@ cj_guard_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 
-	if (IsA(parsetree, CopyStmt) && ((CopyStmt *) parsetree)->is_from &&
+	if (IsA(parsetree, CopyStmt) && !cj_writes_through_colojoin &&
+		((CopyStmt *) parsetree)->is_from &&
 		((CopyStmt *) parsetree)->relation != NULL)
 	{
 		Oid			relid = RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
