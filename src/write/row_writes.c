@@ -1046,16 +1046,29 @@ static void
 cj_relation_info(PlannerInfo *root, Oid relid, bool inhparent,
 				 RelOptInfo *rel)
 {
+	bool		wrote;
+
 	if (prev_relation_info)
 		prev_relation_info(root, relid, inhparent, rel);
+	if (inhparent || rel->fdwroutine == NULL || rel->fdwroutine == cj_routine)
+		return;
+	wrote = cj_xact_has_dml() && colojoin_is_active();
+
 	/*
 	 * Once the transaction wrote through colojoin, every scan of its leaves
 	 * that PostgreSQL plans is colojoin's too, on the connection that sees
-	 * the writes.
+	 * the writes; and so is every read of another foreign table of a node
+	 * it wrote on, which postgres_fdw's connection would read in a
+	 * transaction of its own (a node's view over the written tables, a
+	 * trigger's writes there).  Writes of such tables stay postgres_fdw's.
 	 */
-	if ((cj_planning_rowwise || (cj_xact_has_dml() && colojoin_is_active())) &&
-		!inhparent && rel->fdwroutine != NULL &&
-		rel->fdwroutine != cj_routine && managed_leaf(relid, NULL) != NULL)
+	if ((cj_planning_rowwise || wrote) && managed_leaf(relid, NULL) != NULL)
+		rel->fdwroutine = routine(rel->fdwroutine);
+	else if ((cj_planning_rowwise || wrote) && OidIsValid(rel->serverid) &&
+			 cj_write_slot(rel->serverid, GetUserId()) >= 0 &&
+			 cj_is_postgres_fdw_server(rel->serverid) &&
+			 !bms_is_member(rel->relid, root->all_result_relids) &&
+			 rel->relid != (Index) root->parse->resultRelation)
 		rel->fdwroutine = routine(rel->fdwroutine);
 }
 
