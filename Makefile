@@ -65,6 +65,7 @@ OBJS = \
 	src/write/modify.o \
 	src/write/modify_exec.o \
 	src/write/read_after_write.o \
+	src/write/row_scans.o \
 	src/write/row_writes.o \
 	src/write/truncate.o \
 	src/write/write_guard.o

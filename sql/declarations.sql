@@ -489,11 +489,18 @@ END
 $$;
 SELECT cj_decl.sneaky();
 UPDATE cj_decl_l.rp_b SET w = 0 WHERE k = 7;
--- what would reach only a leaf's primary is still refused, before writing:
--- a leaf written directly, TRUNCATE, a write in a CTE (PostgreSQL's path)
-INSERT INTO cj_decl_s.rp_b1 VALUES (1, 1);
+-- a leaf written directly, a write in a CTE and TRUNCATE (PostgreSQL's
+-- plans, colojoin's callbacks) reach every placement too
+INSERT INTO cj_decl_s.rp_b1 SELECT k, 1 FROM generate_series(1000, 1020) k
+	WHERE satisfies_hash_partition('cj_decl_s.rp_b'::regclass, 3, 1, k);
+INSERT INTO cj_decl_l.rp_b SELECT k, 1 FROM generate_series(1000, 1020) k
+	WHERE satisfies_hash_partition('cj_decl_s.rp_b'::regclass, 3, 1, k);
+WITH gone AS (DELETE FROM cj_decl_s.rp_b WHERE k > 1010 RETURNING *) SELECT count(*) FROM gone;
+DELETE FROM cj_decl_l.rp_b WHERE k > 1010;
+BEGIN;
 TRUNCATE cj_decl_s.rp_b;
-WITH gone AS (DELETE FROM cj_decl_s.rp_b RETURNING *) SELECT count(*) FROM gone;
+SELECT count(*) FROM cj_decl_s.rp_b;
+ROLLBACK;
 \set VERBOSITY terse
 -- the copies agree with the twin
 SELECT q, (cj_decl.check(q)).* FROM (VALUES

@@ -59,12 +59,13 @@
 #include "metadata/metadata.h"
 #include "plan/planner.h"
 #include "remote/connection.h"
+#include "remote/twophase.h"
 #include "util/extension.h"
 #include "util/fdw_writes.h"
 #include "write/insert_route.h"
 #include "write/row_writes.h"
+#include "write/row_writes_internal.h"
 
-#define ROW_WRITES_MARK "colojoin row writes"
 
 bool		cj_planning_rowwise = false;
 
@@ -74,10 +75,9 @@ static ExecutorRun_hook_type prev_executor_run = NULL;
 static ExecutorFinish_hook_type prev_executor_finish = NULL;
 
 /* postgres_fdw's routine (planning) and colojoin's (execution) */
-static FdwRoutine *pg_routine = NULL;
+FdwRoutine *cj_rw_pg_routine = NULL;
 static FdwRoutine *cj_routine = NULL;
 
-static int	cursor_counter = 0;
 
 static bool routes_to_managed_leaf(Oid relid);
 
@@ -97,6 +97,9 @@ managed_leaf(Oid relid, Oid *root)
 
 	if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE ||
 		!get_rel_relispartition(relid))
+		return NULL;
+	/* an older version installed: no commit records, no write path */
+	if (!cj_twophase_available())
 		return NULL;
 	ancestors = get_partition_ancestors(relid);
 	if (ancestors == NIL)
@@ -129,8 +132,8 @@ cj_managed_leaf(Oid relid)
  * ---------------------------------------------------------------------
  */
 
-static char *
-value_text(Datum value, Oid typid)
+char *
+cj_rw_value_text(Datum value, Oid typid)
 {
 	Oid			out;
 	bool		varlena;
@@ -174,286 +177,6 @@ tuple_from_result(TupleDesc desc, PGresult *res, int row, int first,
 	pfree(values);
 	pfree(nulls);
 	return tuple;
-}
-
-/* ---------------------------------------------------------------------
- * Scans
- * ---------------------------------------------------------------------
- */
-
-typedef struct RowScan
-{
-	CjConnection *conn;
-	Oid			serverid;
-	Oid			userid;
-	char	   *sql;			/* postgres_fdw's SELECT */
-	List	   *retrieved;		/* attnos of its columns */
-	int			fetch_size;
-	char		cursor[64];
-	bool		declared;
-	bool		eof;
-	bool		locking;		/* FOR UPDATE: its cursor runs forward only */
-	PGresult   *res;
-	int			next_row;
-	List	   *param_states;	/* ExprState of each $n */
-	List	   *param_types;
-	MemoryContext batch_cxt;
-	char	   *context;
-} RowScan;
-
-static void declare_cursor(ForeignScanState *node, RowScan *st);
-
-/*
- * The write connection again before each command: a colojoin scan of the
- * same statement may have a command in flight there, which this reads to
- * its end first (connection.c).
- */
-static CjConnection *
-scan_conn(RowScan *st)
-{
-	st->conn = cj_get_write_connection(st->serverid, st->userid);
-	return st->conn;
-}
-
-static Oid
-scan_server(Relation rel)
-{
-	return GetForeignTable(RelationGetRelid(rel))->serverid;
-}
-
-static Oid
-scan_user(ForeignScan *fs, EState *estate)
-{
-	RangeTblEntry *rte = exec_rt_fetch(fs->scan.scanrelid, estate);
-
-	return OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
-}
-
-static void
-rw_begin_scan(ForeignScanState *node, int eflags)
-{
-	ForeignScan *fs = (ForeignScan *) node->ss.ps.plan;
-	Relation	rel = node->ss.ss_currentRelation;
-	RowScan    *st;
-	ListCell   *lc;
-
-	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
-		return;
-	st = palloc0(sizeof(RowScan));
-	st->sql = strVal(list_nth(fs->fdw_private, 0));
-	st->retrieved = (List *) list_nth(fs->fdw_private, 1);
-	st->fetch_size = intVal(list_nth(fs->fdw_private, 2));
-	if (st->fetch_size <= 0)
-		st->fetch_size = 100;
-	st->locking = (strstr(st->sql, " FOR UPDATE") != NULL ||
-				   strstr(st->sql, " FOR SHARE") != NULL);
-	st->context = psprintf("partition %s", RelationGetRelationName(rel));
-	st->serverid = scan_server(rel);
-	st->userid = scan_user(fs, node->ss.ps.state);
-	st->conn = cj_get_write_connection(st->serverid, st->userid);
-	st->param_states = ExecInitExprList(fs->fdw_exprs, (PlanState *) node);
-	foreach(lc, fs->fdw_exprs)
-		st->param_types = lappend_oid(st->param_types,
-									  exprType((Node *) lfirst(lc)));
-	st->batch_cxt = AllocSetContextCreate(node->ss.ps.state->es_query_cxt,
-										  "colojoin row scan",
-										  ALLOCSET_DEFAULT_SIZES);
-	node->fdw_state = st;
-
-	/*
-	 * The cursor takes its snapshot now, before the statement changes any
-	 * row: a row it moves into a partition scanned later is not found
-	 * again there (PostgreSQL's scans all read the statement's snapshot).
-	 */
-	if (fs->fdw_exprs == NIL)
-		declare_cursor(node, st);
-}
-
-static void
-declare_cursor(ForeignScanState *node, RowScan *st)
-{
-	ExprContext *econtext = node->ss.ps.ps_ExprContext;
-	int			nparams = list_length(st->param_states);
-	const char **values = palloc0(Max(nparams, 1) * sizeof(char *));
-	ListCell   *lc;
-	ListCell   *lt;
-	int			i = 0;
-	int			level = cj_pin_node_output_settings();
-	char	   *sql;
-	PGresult   *res;
-
-	forboth(lc, st->param_states, lt, st->param_types)
-	{
-		bool		isnull;
-		Datum		v = ExecEvalExpr((ExprState *) lfirst(lc), econtext, &isnull);
-
-		values[i++] = isnull ? NULL : value_text(v, lfirst_oid(lt));
-	}
-	AtEOXact_GUC(true, level);
-	snprintf(st->cursor, sizeof(st->cursor), "colojoin_row_%d", ++cursor_counter);
-	sql = psprintf("DECLARE %s CURSOR FOR %s", st->cursor, st->sql);
-	cj_conn_send_params(scan_conn(st), sql, nparams, values, st->context);
-	res = cj_conn_collect(st->conn, sql, st->context);
-	PQclear(res);
-	st->declared = true;
-	st->eof = false;
-}
-
-static TupleTableSlot *
-rw_iterate_scan(ForeignScanState *node)
-{
-	RowScan    *st = (RowScan *) node->fdw_state;
-	TupleTableSlot *slot = node->ss.ss_ScanTupleSlot;
-	TupleDesc	desc = RelationGetDescr(node->ss.ss_currentRelation);
-	Datum	   *values;
-	bool	   *nulls;
-	ItemPointerData ctid;
-	bool		has_ctid = false;
-	HeapTuple	tuple;
-	MemoryContext old;
-	ListCell   *lc;
-	int			col = 0;
-
-	ExecClearTuple(slot);
-	if (!st->declared)
-		declare_cursor(node, st);
-	if (st->res == NULL || st->next_row >= PQntuples(st->res))
-	{
-		char	   *sql;
-
-		if (st->res)
-			PQclear(st->res);
-		st->res = NULL;
-		MemoryContextReset(st->batch_cxt);
-		if (st->eof)
-			return slot;
-		sql = psprintf("FETCH %d FROM %s", st->fetch_size, st->cursor);
-		st->res = cj_exec_query(scan_conn(st), sql, st->context);
-		pfree(sql);
-		st->next_row = 0;
-		if (PQntuples(st->res) < st->fetch_size)
-			st->eof = true;
-		if (PQntuples(st->res) == 0)
-			return slot;
-	}
-
-	old = MemoryContextSwitchTo(st->batch_cxt);
-	values = palloc0(desc->natts * sizeof(Datum));
-	nulls = palloc(desc->natts * sizeof(bool));
-	memset(nulls, true, desc->natts * sizeof(bool));
-	foreach(lc, st->retrieved)
-	{
-		int			attno = lfirst_int(lc);
-		char	   *text = PQgetisnull(st->res, st->next_row, col) ? NULL :
-			PQgetvalue(st->res, st->next_row, col);
-
-		col++;
-		if (attno > 0 && text != NULL)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, attno - 1);
-			Oid			in;
-			Oid			ioparam;
-
-			getTypeInputInfo(att->atttypid, &in, &ioparam);
-			values[attno - 1] = OidInputFunctionCall(in, text, ioparam,
-													 att->atttypmod);
-			nulls[attno - 1] = false;
-		}
-		else if (attno == SelfItemPointerAttributeNumber && text != NULL)
-		{
-			ctid = *(ItemPointer) DatumGetPointer(DirectFunctionCall1(tidin,
-															CStringGetDatum(text)));
-			has_ctid = true;
-		}
-	}
-	tuple = heap_form_tuple(desc, values, nulls);
-	if (has_ctid)
-		tuple->t_self = ctid;
-	tuple->t_tableOid = RelationGetRelid(node->ss.ss_currentRelation);
-	MemoryContextSwitchTo(old);
-	st->next_row++;
-	ExecStoreHeapTuple(tuple, slot, false);
-	return slot;
-}
-
-static void
-close_cursor(RowScan *st)
-{
-	if (st->res)
-		PQclear(st->res);
-	st->res = NULL;
-	if (st->declared)
-	{
-		char	   *sql = psprintf("CLOSE %s", st->cursor);
-
-		cj_exec_command(scan_conn(st), sql, st->context);
-		pfree(sql);
-	}
-	st->declared = false;
-	st->eof = false;
-}
-
-static void
-rw_rescan(ForeignScanState *node)
-{
-	RowScan    *st = (RowScan *) node->fdw_state;
-
-	if (st == NULL)
-		return;
-
-	/* the same rows again: rewind, keeping the cursor's snapshot */
-	if (st->declared && node->ss.ps.chgParam == NULL && !st->locking)
-	{
-		char	   *sql = psprintf("MOVE BACKWARD ALL IN %s", st->cursor);
-
-		if (st->res)
-			PQclear(st->res);
-		st->res = NULL;
-		st->eof = false;
-		cj_exec_command(scan_conn(st), sql, st->context);
-		pfree(sql);
-		return;
-	}
-	close_cursor(st);
-}
-
-static void
-rw_end_scan(ForeignScanState *node)
-{
-	RowScan    *st = (RowScan *) node->fdw_state;
-
-	if (st != NULL)
-		close_cursor(st);
-}
-
-static void
-rw_explain_scan(ForeignScanState *node, ExplainState *es)
-{
-	ForeignScan *fs = (ForeignScan *) node->ss.ps.plan;
-
-	if (es->verbose)
-		ExplainPropertyText("Remote SQL", strVal(list_nth(fs->fdw_private, 0)),
-							es);
-	ExplainPropertyText("Colojoin", "row by row on the write connection", es);
-}
-
-static ForeignScan *
-rw_get_plan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
-			ForeignPath *best_path, List *tlist, List *scan_clauses,
-			Plan *outer_plan)
-{
-	ForeignScan *fs = pg_routine->GetForeignPlan(root, baserel, foreigntableid,
-												 best_path, tlist,
-												 scan_clauses, outer_plan);
-
-	/*
-	 * The mark goes last: postgres_fdw reads its list by position, should
-	 * its own callbacks ever see this plan.
-	 */
-	while (list_length(fs->fdw_private) < 4)
-		fs->fdw_private = lappend(fs->fdw_private, makeString(""));
-	fs->fdw_private = lappend(fs->fdw_private, makeString(ROW_WRITES_MARK));
-	return fs;
 }
 
 /* ---------------------------------------------------------------------
@@ -871,7 +594,7 @@ rw_exec_insert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 		AttrNumber	a = st->set_attnos[i];
 
 		values[i] = slot->tts_isnull[a - 1] ? NULL :
-			value_text(slot->tts_values[a - 1],
+			cj_rw_value_text(slot->tts_values[a - 1],
 					   TupleDescAttr(slot->tts_tupleDescriptor, a - 1)->atttypid);
 	}
 	AtEOXact_GUC(true, level);
@@ -959,7 +682,7 @@ rw_exec_update(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 		AttrNumber	a = st->set_attnos[i];
 
 		values[i + 1] = slot->tts_isnull[a - 1] ? NULL :
-			value_text(slot->tts_values[a - 1],
+			cj_rw_value_text(slot->tts_values[a - 1],
 					   TupleDescAttr(slot->tts_tupleDescriptor, a - 1)->atttypid);
 	}
 	AtEOXact_GUC(true, level);
@@ -1002,19 +725,19 @@ routine(FdwRoutine *pg)
 	if (cj_routine != NULL)
 		return cj_routine;
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	pg_routine = palloc(sizeof(FdwRoutine));
-	memcpy(pg_routine, pg, sizeof(FdwRoutine));
+	cj_rw_pg_routine = palloc(sizeof(FdwRoutine));
+	memcpy(cj_rw_pg_routine, pg, sizeof(FdwRoutine));
 	cj_routine = palloc(sizeof(FdwRoutine));
 	memcpy(cj_routine, pg, sizeof(FdwRoutine));
 	MemoryContextSwitchTo(old);
 
 	/* postgres_fdw plans the leaves' scans, colojoin runs them */
-	cj_routine->GetForeignPlan = rw_get_plan;
-	cj_routine->BeginForeignScan = rw_begin_scan;
-	cj_routine->IterateForeignScan = rw_iterate_scan;
-	cj_routine->ReScanForeignScan = rw_rescan;
-	cj_routine->EndForeignScan = rw_end_scan;
-	cj_routine->ExplainForeignScan = rw_explain_scan;
+	cj_routine->GetForeignPlan = cj_rw_get_plan;
+	cj_routine->BeginForeignScan = cj_rw_begin_scan;
+	cj_routine->IterateForeignScan = cj_rw_iterate_scan;
+	cj_routine->ReScanForeignScan = cj_rw_rescan;
+	cj_routine->EndForeignScan = cj_rw_end_scan;
+	cj_routine->ExplainForeignScan = cj_rw_explain_scan;
 	/* joins, aggregates and direct modification are colojoin's own plans */
 	cj_routine->GetForeignJoinPaths = NULL;
 	cj_routine->GetForeignUpperPaths = NULL;
@@ -1107,9 +830,24 @@ mark_routing(Plan *plan, PlannedStmt *stmt)
 		forboth(lc, mt->fdwPrivLists, lr, mt->resultRelations)
 		{
 			Oid			relid = rt_fetch(lfirst_int(lr), stmt->rtable)->relid;
+			List	   *priv = (List *) lfirst(lc);
 
-			if (lfirst(lc) == NIL && routes_to_managed_leaf(relid))
+			if (priv != NIL && is_mark((Node *) linitial(priv)))
+				continue;
+
+			/*
+			 * A foreign leaf the statement writes without scanning it (INSERT
+			 * into a leaf) was planned by postgres_fdw, whose private list
+			 * colojoin's callbacks do not need.
+			 */
+			if ((priv == NIL && routes_to_managed_leaf(relid)) ||
+				(managed_leaf(relid, NULL) != NULL &&
+				 !bms_is_member(foreach_current_index(lc), mt->fdwDirectModifyPlans)))
+			{
+				if (managed_leaf(relid, NULL) != NULL)
+					(void) routine(GetFdwRoutineByRelId(relid));
 				lfirst(lc) = list_make1(makeString(ROW_WRITES_MARK));
+			}
 		}
 	}
 	mark_routing(plan->lefttree, stmt);
@@ -1255,7 +993,7 @@ wrong_routine(PlanState *ps, void *context)
 		ForeignScan *fs = (ForeignScan *) ps->plan;
 
 		if (fs->fdw_private != NIL && is_mark((Node *) llast(fs->fdw_private)) &&
-			((ForeignScanState *) ps)->fdwroutine->BeginForeignScan != rw_begin_scan)
+			((ForeignScanState *) ps)->fdwroutine->BeginForeignScan != cj_rw_begin_scan)
 			return true;
 	}
 	if (IsA(ps, ModifyTableState))
