@@ -1042,6 +1042,16 @@ subxact_abort_one(CjConnection *c, int level)
 		forget_levels_from(c, level);
 		return false;
 	}
+
+	/*
+	 * Already lost by an earlier abort and waiting for its restart: it
+	 * holds nothing, and those that shared its snapshot were told then.
+	 */
+	if (c->needs_restart && !c->in_flight)
+	{
+		forget_levels_from(c, level);
+		return false;
+	}
 	if (cj_conn_is_bad(c))
 	{
 		cj_close_connection(c);
@@ -1168,12 +1178,23 @@ cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	hash_seq_init(&scan, cj_connections);
 	while ((c = hash_seq_search(&scan)) != NULL)
 	{
+		char		snapshot[sizeof(c->snapshot)];
+
 		if (c->in_flight && c->flight_level >= level)
 			cj_conn_settle(c, true);
-		if (subxact_abort_one(c, level))
-			restarted = lappend(restarted, c);
+		strlcpy(snapshot, c->snapshot, sizeof(snapshot));
+		if (subxact_abort_one(c, level) && snapshot[0] != '\0')
+		{
+			CjConnection *lost = palloc(sizeof(CjConnection));
+
+			/* who it was and what it exported (the abort may reset it) */
+			memcpy(lost, c, sizeof(CjConnection));
+			strlcpy(lost->snapshot, snapshot, sizeof(lost->snapshot));
+			restarted = lappend(restarted, lost);
+		}
 	}
 
+	/* those that imported a lost snapshot restart with it */
 	foreach(lc, restarted)
 	{
 		CjConnection *first = (CjConnection *) lfirst(lc);
@@ -1181,12 +1202,14 @@ cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		hash_seq_init(&scan, cj_connections);
 		while ((c = hash_seq_search(&scan)) != NULL)
 		{
-			if (c == first || c->key.serverid != first->key.serverid ||
+			if (c->key.slot == first->key.slot ||
+				c->key.serverid != first->key.serverid ||
 				c->key.userid != first->key.userid || !c->xact_open ||
-				c->needs_restart || c->doomed || c->in_flight)
+				c->needs_restart || c->doomed || c->in_flight ||
+				strcmp(c->snapshot, first->snapshot) != 0)
 				continue;
 			mark_restart(c, level);
 		}
 	}
-	list_free(restarted);
+	list_free_deep(restarted);
 }
