@@ -71,6 +71,8 @@ struct CjConnection
 	bool		exported;		/* that snapshot was exported here */
 	int			write_min_level;	/* lowest nest level with durable writes */
 	int			write_max_level;	/* highest one; 0 when no writes */
+	List	   *write_levels;	/* every nest level with writes, ascending
+								 * (TopTransactionContext) */
 	List	   *undo;			/* of CjUndo, newest first, TopTransactionContext */
 	List	   *savepoints;		/* nest levels with a remote savepoint, ascending */
 

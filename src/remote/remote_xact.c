@@ -60,6 +60,7 @@ cj_reset_xact_state(CjConnection *c)
 	c->exported = false;
 	c->write_min_level = 0;
 	c->write_max_level = 0;
+	c->write_levels = NIL;
 	c->undo = NIL;
 	c->savepoints = NIL;
 	c->cursor_open = false;
@@ -379,15 +380,28 @@ cj_finish_pending_commit(CjConnection *c)
  *		node committed but the local transaction failed to.  what describes
  *		the change for messages ("table public.t_p0").
  */
+/* write_min_level and write_max_level from the levels that wrote */
+static void
+note_levels(CjConnection *c)
+{
+	c->write_min_level = c->write_levels ? linitial_int(c->write_levels) : 0;
+	c->write_max_level = c->write_levels ? llast_int(c->write_levels) : 0;
+}
+
 void
 cj_conn_note_write(CjConnection *conn, const char *undo_sql, const char *what)
 {
 	int			level = GetCurrentTransactionNestLevel();
 
-	if (conn->write_min_level == 0 || level < conn->write_min_level)
-		conn->write_min_level = level;
-	if (level > conn->write_max_level)
-		conn->write_max_level = level;
+	if (!list_member_int(conn->write_levels, level))
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+		conn->write_levels = lappend_int(conn->write_levels, level);
+		list_sort(conn->write_levels, list_int_cmp);
+		MemoryContextSwitchTo(old);
+	}
+	note_levels(conn);
 	if (undo_sql != NULL)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
@@ -956,6 +970,7 @@ mark_restart(CjConnection *c, int level)
 		c->needs_restart = true;
 		c->write_min_level = 0;
 		c->write_max_level = 0;
+		c->write_levels = NIL;
 		c->undo = NIL;
 		c->savepoints = NIL;
 	}
@@ -974,10 +989,10 @@ forget_levels_from(CjConnection *c, int level)
 		if (((CjUndo *) lfirst(lc))->level >= level)
 			c->undo = foreach_delete_current(c->undo, lc);
 	}
-	if (c->write_max_level >= level)
-		c->write_max_level = level - 1;
-	if (c->write_min_level >= level)
-		c->write_min_level = 0;
+	/* the remote transaction is back where level began: exactly what wrote before */
+	while (c->write_levels != NIL && llast_int(c->write_levels) >= level)
+		c->write_levels = list_delete_last(c->write_levels);
+	note_levels(c);
 }
 
 /*
@@ -998,10 +1013,20 @@ subxact_commit(int level)
 	{
 		if (c->in_flight && c->flight_level >= level)
 			c->flight_level = level - 1;
-		if (c->write_max_level >= level)
-			c->write_max_level = level - 1;
-		if (c->write_min_level >= level)
-			c->write_min_level = level - 1;
+		if (c->write_levels != NIL && llast_int(c->write_levels) >= level)
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+
+			while (c->write_levels != NIL && llast_int(c->write_levels) >= level)
+				c->write_levels = list_delete_last(c->write_levels);
+			c->write_levels = lappend_int(c->write_levels, level - 1);
+			list_sort(c->write_levels, list_int_cmp);
+			MemoryContextSwitchTo(old);
+			if (list_length(c->write_levels) >= 2 &&
+				list_nth_int(c->write_levels, list_length(c->write_levels) - 2) == level - 1)
+				c->write_levels = list_delete_last(c->write_levels);
+			note_levels(c);
+		}
 		if (c->cursor_level >= level)
 			c->cursor_level = level - 1;
 		foreach(lc, c->undo)
