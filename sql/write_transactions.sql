@@ -226,6 +226,11 @@ SELECT sum(n) AS tables_left FROM unnest(ARRAY[:'node1_port', :'node2_port', :'n
 	LATERAL dblink(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
 		'SELECT count(*) FROM pg_tables WHERE tablename LIKE ''gone%''') AS q(n bigint);
 
+-- a write pruned to no partition, as the first statement of a session
+\c
+DELETE FROM cj_wt_s.wp WHERE id = 1 AND id = 2;
+UPDATE cj_wt_s.wl SET a = 0 WHERE id IS NULL;
+
 SET client_min_messages = warning;
 DROP SCHEMA cj_wt_s, cj_wt_l, cj_wt_new CASCADE;
 DROP FUNCTION public.cj_wt_stamp();

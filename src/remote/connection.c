@@ -714,11 +714,15 @@ cj_check_two_phase(List *conns)
 
 	foreach(lc, conns)
 		nodes = list_append_unique_ptr(nodes, lfirst(lc));
-	hash_seq_init(&scan, cj_connections);
-	while ((c = hash_seq_search(&scan)) != NULL)
+	/* no connection made yet in this backend (a write that reaches no leaf) */
+	if (cj_connections != NULL)
 	{
-		if (c->xact_open && c->write_max_level > 0)
-			nodes = list_append_unique_ptr(nodes, c);
+		hash_seq_init(&scan, cj_connections);
+		while ((c = hash_seq_search(&scan)) != NULL)
+		{
+			if (c->xact_open && c->write_max_level > 0)
+				nodes = list_append_unique_ptr(nodes, c);
+		}
 	}
 	if (list_length(nodes) > 1)
 	{
