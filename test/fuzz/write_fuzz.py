@@ -144,7 +144,6 @@ class Conn:
                            ('application_name', 'write_fuzz'), ('client_encoding', 'UTF8')))
         params += b'\0'
         self.sock.sendall(struct.pack('!ii', len(params) + 8, 196608) + params)
-        res = Result()
         while True:
             t, body = self._read()
             if t == b'R':
@@ -355,11 +354,11 @@ class World:
             nullk = 'CASE WHEN g %% %d = 0 THEN NULL ELSE {} END' % rng.choice([7, 11, 13])
             kb = '(g * %d + %d) %% %d' % (a(), rng.randrange(50), self.Rk)
             if t.unique:
-                k = 'g * 3 + %d' % rng.randrange(3)
-            elif t.kind == 'range' and t.key_values is not None:
-                k = kb if not t.nullable else nullk.format(kb)
+                k = 'g * 3 + %d' % rng.randrange(3)     # distinct
+            elif t.nullable and t.key == 'k':
+                k = nullk.format(kb)
             else:
-                k = nullk.format(kb) if t.nullable and t.key == 'k' else kb
+                k = kb
             if t.key == 'k2':
                 vals = t.key_values
                 k2 = '(ARRAY[%s]::int[])[1 + (g * %d) %% %d]' % (
@@ -794,7 +793,7 @@ class SeqGen:
 
     # -- pieces -------------------------------------------------------------
 
-    def pick_table(self, writable=True):
+    def pick_table(self):
         return self.rng.choice(self.w.tables + ([self.new] if self.new else []))
 
     def ref(self, t):
@@ -1428,18 +1427,20 @@ class Runner:
         committed = rs and rs[-1].tag == 'COMMIT'
         if fail is None and state:
             fail = state[0]
-            if len(state) > 1:
-                fail.text += ''.join('\n  also: ' + f.text for f in state[1:4])
+            fail.text += ''.join('\n  also: ' + f.text for f in state[1:4])
         elif fail is not None and fail.index is not None and fail.index < len(seq.stmts) - 1:
-            # how each side's transaction ended (what differs after it
-            # follows from the failure)
+            # how each side's transaction ended (the differences after it
+            # follow from the failure)
             end = lambda r: ('ERROR ' + r[-1].err_text()) if r and r[-1].error else (r[-1].tag if r else '-')
             fail.text += '\n  the transaction ended with: sharded %s, twin %s' % (end(rs), end(rl))
-        if fail is not None:
+        if fail is None:
+            if committed and self.dirty is not None:
+                self.dirty |= seq.written()
+        else:
+            warnings = [w for r in rs for w in r.notices]
+            if warnings:
+                fail.text += '\n  the sharded side warned: ' + '; '.join(warnings[:3])
             self.dirty = None
-        elif committed and self.dirty is not None:
-            self.dirty |= seq.written()
-        if fail is not None:
             if self.cl.prepared_left():
                 self.cl.recover()
             self.close_sessions()
@@ -1525,6 +1526,60 @@ def declarations(cl, w, seq):
     return '\n'.join(out)
 
 
+def repro_script(cl, w, seq, fail, title):
+    """a psql script that declares what seq needs on the nodes and the
+    coordinator, then runs seq on the sharded side"""
+    names = seq.tables()
+    for t in w.tables:
+        if t.name in names:
+            names |= set(t.deps)
+    tables = [t for t in w.tables if t.name in names]
+    host = '127.0.0.1'
+    out = ['-- %s' % title, '-- expected: %s' % fail.text.splitlines()[0],
+           '-- run with: psql -X -d %s -h %s -p %s -f THIS_FILE' % (cl.db, host, cl.port),
+           '\\set ON_ERROR_STOP 0', 'SET client_min_messages = warning;']
+
+    def at(node):
+        out.append('\\c - - %s %s' % (host, cl.port if node == 'c' else cl.node_ports[node]))
+        out.append('SET client_min_messages = warning;')
+    for i in (1, 2, 3):
+        at(i)
+        out.append('DROP SCHEMA IF EXISTS %s CASCADE;' % ', '.join(NODE_SCHEMAS))
+        out.append('CREATE SCHEMA wf_r;')
+        out += [sql + ';' for t in tables for tgt, sql in t.decl if tgt == i]
+    at('c')
+    out.append('DROP SCHEMA IF EXISTS %s CASCADE;' % ', '.join(COORD_SCHEMAS))
+    out.append('DROP SERVER IF EXISTS %s CASCADE;' % ', '.join(SERVERS))
+    out.append('CREATE EXTENSION IF NOT EXISTS colojoin CASCADE;')
+    out.append('CREATE SCHEMA wf_s; CREATE SCHEMA wf_l;')
+    for i in (1, 2, 3):
+        out.append("CREATE SERVER wf_n%d FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '%s', port '%s', "
+                   "dbname '%s');" % (i, host, cl.node_ports[i], cl.db))
+        out.append('CREATE USER MAPPING FOR CURRENT_USER SERVER wf_n%d;' % i)
+    for t in tables:
+        out += [sql + ';' for tgt, sql in t.decl if tgt == 'c']
+        out.append(w.twin_ddl(t) + ';')
+    if 'loc' in names:
+        out += [x + ';' for x in w.loc_ddl()]
+    out += [sql + ';' for names_, sql in w.data if set(names_) & names]
+    cur = 'c'
+    for names_, tgt, sql in w.post:
+        if set(names_) & names:
+            if tgt != cur:
+                at(tgt)
+                cur = tgt
+            out.append(sql + ';')
+    if cur != 'c':
+        at('c')
+    out.append('\\echo -- the sequence (sharded side)')
+    out.append('SET search_path = wf_s, public;')
+    out.append(seq.render('s'))
+    if seq.render('l') != seq.render('s'):
+        out.append('-- the twin side runs with search_path wf_l, public:')
+        out += ['-- ' + l for l in seq.render('l').splitlines()]
+    return '\n'.join(out) + '\n'
+
+
 def indent(text, pre='    '):
     return '\n'.join(pre + l for l in text.splitlines())
 
@@ -1543,6 +1598,7 @@ def main():
     ap.add_argument('--reduce-budget', type=float, default=float(os.environ.get('WRITE_FUZZ_REDUCE_BUDGET', 20)),
                     help='seconds spent reducing failures in all (default 20)')
     ap.add_argument('--keep', action='store_true', help='leave the tables in place at the end')
+    ap.add_argument('--repro-dir', help='write a psql script reproducing each reduced failure here')
     ap.add_argument('--show', action='store_true', help='print the worlds and sequences, run nothing')
     ap.add_argument('-v', '--verbose', action='store_true')
     for f, h in FEATURES.items():
@@ -1639,6 +1695,14 @@ def main():
                 report += '\n  (twin side text:\n%s)' % indent(rseq.render('l'))
             log(report)
             cl_[1] = rseq.render().replace('\n', ' ')
+            if args.repro_dir:
+                os.makedirs(args.repro_dir, exist_ok=True)
+                path = os.path.join(args.repro_dir, 'seed%d-%02d.sql' % (args.seed, len(
+                    [c for c in classes.values() if c[1] is not None])))
+                with open(path, 'w') as f:
+                    f.write(repro_script(cl, w, rseq, rfail, 'write_fuzz seed %d world %d: %s' % (
+                        args.seed, wseed, rfail.sig)))
+                log('  reproduction: %s' % path)
         runner.close_sessions()
         if args.verbose:
             log('write_fuzz: world %d: %d sequences in %.1fs' % (wseed, n, time.time() - tw))
