@@ -1500,11 +1500,19 @@ def reduce_seq(runner, seq, fail, budget_end):
     return seq, fail, tries
 
 
-def declarations(cl, w, seq):
-    names = seq.tables()
+def needed(w, seq):
+    """the world's tables seq needs: those it names, what their declarations
+    name, and h1 when it creates a table (create_shards colocates with it,
+    and h1's create_shards made schema wf_s on the nodes)"""
+    names = seq.tables() | ({'h1'} if seq.new_table else set())
     for t in w.tables:
         if t.name in names:
             names |= set(t.deps)
+    return names
+
+
+def declarations(cl, w, seq):
+    names = needed(w, seq)
     out = ['-- servers wf_n1..wf_n3: postgres_fdw, host 127.0.0.1, ports %s, dbname %s, user mappings for '
            'CURRENT_USER' % (', '.join(cl.node_ports[i] for i in (1, 2, 3)), cl.db),
            '-- schemas wf_s (sharded), wf_l (twins) on the coordinator, wf_r on every node']
@@ -1529,10 +1537,7 @@ def declarations(cl, w, seq):
 def repro_script(cl, w, seq, fail, title):
     """a psql script that declares what seq needs on the nodes and the
     coordinator, then runs seq on the sharded side"""
-    names = seq.tables()
-    for t in w.tables:
-        if t.name in names:
-            names |= set(t.deps)
+    names = needed(w, seq)
     tables = [t for t in w.tables if t.name in names]
     host = '127.0.0.1'
     out = ['-- %s' % title, '-- expected: %s' % fail.text.splitlines()[0],
@@ -1569,9 +1574,9 @@ def repro_script(cl, w, seq, fail, title):
                 at(tgt)
                 cur = tgt
             out.append(sql + ';')
-    if cur != 'c':
-        at('c')
-    out.append('\\echo -- the sequence (sharded side)')
+    # a session of its own, as the fuzzer's
+    at('c')
+    out.append('\\echo -- the sequence (sharded side), on a new session')
     out.append('SET search_path = wf_s, public;')
     out.append(seq.render('s'))
     if seq.render('l') != seq.render('s'):
