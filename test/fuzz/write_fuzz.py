@@ -72,6 +72,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True      # no __pycache__ in the source tree
 from fuzz import q_lit, log  # noqa: E402  (fuzz.py: quoting and printing)
 
 FEATURES = {
