@@ -7,21 +7,23 @@
 #   test/run_tests.sh NAME...      only these pg_regress suites (names from
 #                                  test/schedule), TAP tests (001_loading
 #                                  or test/t/001_loading.pl), "fuzz",
-#                                  "layers" and "versions"
+#                                  "write_fuzz", "layers" and "versions"
 #
 # After the pg_regress suites, against the same cluster, "fuzz" runs the
 # randomized differential test (test/fuzz.sh) from fixed seeds: one more
-# test, failed when any of its queries failed.
+# test, failed when any of its queries failed.  Then "write_fuzz" runs the
+# randomized write-sequence test (test/write_fuzz.sh) from fixed seeds: one
+# more test, failed when any of its sequences failed.
 #
 # Before the build, "layers" checks that no file of src/ includes a header
 # of a layer above its own (test/check_layers.sh), and "versions" that the
 # extension's version agrees in colojoin.control, META.json, the scripts
 # and README.md (test/check_versions.sh): one more test each.
 #
-# The last line printed is "N passed, N failed" (layers, pg_regress tests, fuzz,
-# TAP test files).  The exit status is 0 only when every test passed and at least
-# one ran.  The cluster is always stopped on exit, and a cluster left behind
-# by an earlier run is stopped and recreated first.
+# The last line printed is "N passed, N failed" (layers, pg_regress tests,
+# fuzz, write_fuzz, TAP test files).  The exit status is 0 only when every
+# test passed and at least one ran.  The cluster is always stopped on exit,
+# and a cluster left behind by an earlier run is stopped and recreated first.
 #
 # Settings (environment):
 #   CJ_PORT          coordinator port, nodes on the next ports (default 26100)
@@ -33,6 +35,8 @@
 #                    coordinator (default 0: no recovery worker)
 #   CJ_FUZZ_SEEDS    seeds of the fuzz test (default "1 2 3 4")
 #   CJ_FUZZ_COUNT    queries per seed (default 300)
+#   CJ_WRITE_FUZZ_SEEDS  seeds of the write_fuzz test (default "1 2 3")
+#   CJ_WRITE_FUZZ_COUNT  write sequences per seed (default 60)
 #   PG_CONFIG        pg_config of PostgreSQL 15
 #                    (default /usr/lib/postgresql/15/bin/pg_config)
 #
@@ -136,12 +140,14 @@ done
 suites=()
 taps=()
 run_fuzz=0
+run_write_fuzz=0
 run_layers=0
 run_versions=0
 if [ $# -eq 0 ]; then
 	suites=("${all_suites[@]}")
 	taps=("${all_taps[@]}")
 	run_fuzz=1
+	run_write_fuzz=1
 	run_layers=1
 	run_versions=1
 else
@@ -149,6 +155,7 @@ else
 		base=$(basename "$arg" .pl)
 		found=0
 		[ "$base" = fuzz ] && { run_fuzz=1; found=1; }
+		[ "$base" = write_fuzz ] && { run_write_fuzz=1; found=1; }
 		[ "$base" = layers ] && { run_layers=1; found=1; }
 		[ "$base" = versions ] && { run_versions=1; found=1; }
 		for s in "${all_suites[@]}"; do
@@ -157,7 +164,7 @@ else
 		for t in "${all_taps[@]}"; do
 			[ "$(basename "$t" .pl)" = "$base" ] && { taps+=("$t"); found=1; }
 		done
-		[ $found = 1 ] || { echo "run_tests.sh: no suite in test/schedule, no test/t/*.pl and no fuzz named $arg" >&2; fail "$arg"; }
+		[ $found = 1 ] || { echo "run_tests.sh: no suite in test/schedule, no test/t/*.pl and no fuzz or write_fuzz named $arg" >&2; fail "$arg"; }
 	done
 fi
 
@@ -313,7 +320,29 @@ fuzz_test() {
 	fi
 }
 
-if [ ${#suites[@]} -gt 0 ] || [ $run_fuzz = 1 ]; then
+# The randomized write-sequence test (test/write_fuzz.sh,
+# test/fuzz/write_fuzz.py) from fixed seeds, against the same cluster: one
+# test, passed when every seed's run reported no failure.  Its output is
+# kept in $CJ_CLUSTER_DIR/write_fuzz.log.
+write_fuzz_test() {
+	local log="$CJ_CLUSTER_DIR/write_fuzz.log" seed rc=0 seeds count
+	seeds=${CJ_WRITE_FUZZ_SEEDS:-1 2 3}
+	count=${CJ_WRITE_FUZZ_COUNT:-60}
+	say "write_fuzz: seeds $seeds, $count write sequences each"
+	: >"$log"
+	for seed in $seeds; do
+		"$ROOT/test/write_fuzz.sh" "$seed" "$count" 2>&1 | tee -a "$log"
+		[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+	done
+	if [ $rc -eq 0 ]; then
+		pass
+	else
+		echo "run_tests.sh: write_fuzz failed (output in $log)" >&2
+		fail write_fuzz
+	fi
+}
+
+if [ ${#suites[@]} -gt 0 ] || [ $run_fuzz = 1 ] || [ $run_write_fuzz = 1 ]; then
 	say "cluster: $CJ_NODES nodes, coordinator on port $CJ_PORT, in $CJ_CLUSTER_DIR"
 	# Whatever an earlier run left behind is stopped and thrown away, so every
 	# run starts from freshly initialised servers.
@@ -321,6 +350,7 @@ if [ ${#suites[@]} -gt 0 ] || [ $run_fuzz = 1 ]; then
 	"$CLUSTER" start || summary_and_exit 1
 	run_regress
 	[ $run_fuzz = 1 ] && fuzz_test
+	[ $run_write_fuzz = 1 ] && write_fuzz_test
 	"$CLUSTER" stop
 else
 	# the TAP scratch directory lives under CJ_CLUSTER_DIR too
