@@ -989,6 +989,13 @@ forget_levels_from(CjConnection *c, int level)
 		if (((CjUndo *) lfirst(lc))->level >= level)
 			c->undo = foreach_delete_current(c->undo, lc);
 	}
+	/*
+	 * A cursor the forgotten levels declared that is still open (no remote
+	 * rollback took it) is the enclosing level's now.
+	 */
+	if (c->cursor_level >= level)
+		c->cursor_level = level - 1;
+
 	/* the remote transaction is back where level began: exactly what wrote before */
 	while (c->write_levels != NIL && llast_int(c->write_levels) >= level)
 		c->write_levels = list_delete_last(c->write_levels);
