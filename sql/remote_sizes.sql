@@ -56,6 +56,14 @@ BEGIN
 	EXECUTE 'EXPLAIN ' || q INTO line;
 	RETURN substring(line FROM 'rows=([0-9]+)')::bigint;
 END $$;
+-- the top node of the plan of q
+CREATE FUNCTION top_node(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	EXECUTE 'EXPLAIN (COSTS OFF) ' || q INTO line;
+	RETURN line;
+END $$;
 -- what moves in the plan of q
 CREATE FUNCTION moves(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
@@ -103,6 +111,19 @@ BEGIN
 	END LOOP;
 END $$;
 SELECT * FROM moved('SELECT b.k, s.name FROM big b JOIN small s ON s.k = b.v');
+
+-- a table grouped alone by columns its nodes have statistics of: the groups
+-- the tasks send follow those (60 values of v, one of pad, per leaf), not
+-- PostgreSQL's guess of 200 values a column, which priced the final
+-- aggregation as if it spilled and left the query to PostgreSQL
+SELECT est('SELECT v, pad, count(*), sum(k) FROM big GROUP BY v, pad') BETWEEN 60 AND 360 AS groups_from_the_nodes;
+SELECT top_node('SELECT v, pad, count(*), sum(k) FROM big GROUP BY v, pad') AS grouped_on_the_nodes;
+SELECT count(*) AS differ FROM (
+	(SELECT v, pad, count(*), sum(k) FROM big GROUP BY v, pad
+	 EXCEPT ALL SELECT v, pad, count(*), sum(k) FROM big_l GROUP BY v, pad)
+	UNION ALL
+	(SELECT v, pad, count(*), sum(k) FROM big_l GROUP BY v, pad
+	 EXCEPT ALL SELECT v, pad, count(*), sum(k) FROM big GROUP BY v, pad)) d;
 
 -- a node that cannot be reached gives no size: the default applies
 ALTER SERVER rs_n3 OPTIONS (SET port '1');

@@ -498,6 +498,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	int			ntasks = Max(cj_group_ntasks(g), 1);
 	double		input_rows = input_rel->rows;
 	double		numgroups;
+	double		partial_rows;
 	AggClauseCosts agg_costs;
 	bool		hashable = parse->groupClause == NIL ||
 		grouping_is_hashable(parse->groupClause);
@@ -525,6 +526,23 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 			aggrefs = list_append_unique(aggrefs, lfirst(lc));
 
 	numgroups = estimated_groups(output_rel, ngroup > 0 ? 200 : 1);
+
+	/*
+	 * What the tasks send: each its groups (at most its rows), unless the
+	 * nodes' statistics tell, for a table alone, how many there are; then
+	 * the query has no more groups than that either.
+	 */
+	partial_rows = Min(numgroups * ntasks, Max(input_rows, 1));
+	if (ngroup > 0)
+	{
+		double		known = cj_single_table_groups(root, g, group_exprs);
+
+		if (known > 0)
+		{
+			partial_rows = Max(known, 1);
+			numgroups = Max(Min(numgroups, known), 1);
+		}
+	}
 	memset(&agg_costs, 0, sizeof(agg_costs));
 	get_agg_clause_costs(root, AGGSPLIT_SIMPLE, &agg_costs);
 
@@ -585,7 +603,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 			spec->ngroup = ngroup;
 			spec->strategy = "partial aggregation on the nodes";
 			lower = cj_make_upper_path(root, output_rel, g, lower_target, spec,
-									   Min(numgroups * ntasks, Max(input_rows, 1)));
+									   partial_rows);
 			add_combined_path(root, output_rel, lower, final_target, target,
 							  final_having, &agg_costs, numgroups, false);
 

@@ -123,4 +123,14 @@ extern Path *cj_make_combine_path(PlannerInfo *root, RelOptInfo *rel,
 extern void cj_aggregates_init(void);
 extern void cj_combine_init(void);
 
+/*
+ * pre_aggregate.c: the groups the tasks of g, a sharded table alone, send
+ * when grouping by group_exprs (its columns) by its nodes' statistics, -1
+ * when unknown: PostgreSQL guesses 200 values a column it has no
+ * statistics of, which would cost the coordinator's final aggregation as
+ * if it spilled
+ */
+extern double cj_single_table_groups(PlannerInfo *root, CjJoinGroup *g,
+									 List *group_exprs);
+
 #endif							/* COLOJOIN_JOIN_GROUP_H */

@@ -335,6 +335,7 @@ extern bool cj_broadcast_allowed(CjBaseRel *br, RelOptInfo *rel,
 extern double cj_pre_aggregated_rows(PlannerInfo *root, CjJoinGroup *g,
 									 CjBaseRel *mb);
 
+
 /* plan_create.c: the CustomScan of a chosen path */
 extern Plan *cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,
 								 CustomPath *best_path, List *tlist,

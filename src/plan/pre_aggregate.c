@@ -293,6 +293,34 @@ source_groups(PlannerInfo *root, CjBaseRel *mb, List *carried)
 	return total;
 }
 
+/*
+ * cj_single_table_groups
+ *		See planner_internal.h: the groups the tasks of g, one sharded table
+ *		alone, send when grouping by group_exprs, all columns of it; -1 when
+ *		the expressions are no plain columns or a node has no statistics.
+ */
+double
+cj_single_table_groups(PlannerInfo *root, CjJoinGroup *g, List *group_exprs)
+{
+	CjBaseRel  *br;
+	List	   *carried = NIL;
+	ListCell   *lc;
+
+	if (list_length(g->rels) != 1 || group_exprs == NIL)
+		return -1;
+	br = (CjBaseRel *) linitial(g->rels);
+	foreach(lc, group_exprs)
+	{
+		Var		   *var = (Var *) lfirst(lc);
+
+		if (!IsA(var, Var) || var->varno != br->rtindex || var->varattno <= 0 ||
+			var->varlevelsup != 0)
+			return -1;
+		carried = list_append_unique_int(carried, var->varattno);
+	}
+	return source_groups(root, br, carried);
+}
+
 /* a reason PreAggregate(mb) was not followed, for its error */
 static void
 refuse_hint(CjHint *hint, const char *why)
