@@ -226,6 +226,16 @@ SELECT sum(n) AS tables_left FROM unnest(ARRAY[:'node1_port', :'node2_port', :'n
 	LATERAL dblink(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
 		'SELECT count(*) FROM pg_tables WHERE tablename LIKE ''gone%''') AS q(n bigint);
 
+-- an upsert whose rows come from a join that moves rows, first in its
+-- transaction (its arbiter is asked of the nodes after the rows are read)
+\set seq 'BEGIN; INSERT INTO wo (k, v) SELECT DISTINCT ON (o.o_id) o.o_id + 20000, wr.grp FROM o JOIN wr ON wr.grp = o.o_id ORDER BY o.o_id, wr.grp ON CONFLICT (k) DO UPDATE SET v = excluded.v; COMMIT;'
+SET search_path = cj_wt_s, public;
+:seq
+SET search_path = cj_wt_l, public;
+:seq
+RESET search_path;
+SELECT cj_wt_s.same('wo');
+
 -- a write pruned to no partition, as the first statement of a session
 \c
 DELETE FROM cj_wt_s.wp WHERE id = 1 AND id = 2;

@@ -522,6 +522,14 @@ run_route(CjModifyState *st)
 	}
 	spool_slot = MakeSingleTupleTableSlot(ExecGetResultType(child),
 										  &TTSOpsMinimalTuple);
+
+	/*
+	 * The arbiter is asked of the nodes once the rows are read, before the
+	 * first is written: asking takes the write connections, after which
+	 * the rows' own plan could no longer move rows between nodes.
+	 */
+	cj_check_conflict_arbiters(st->relid, st->userid, st->conflict);
+
 	/*
 	 * Views' check options hold for the rows as the nodes stored them
 	 * (their triggers may change them, as PostgreSQL checks what the foreign
@@ -578,10 +586,12 @@ exec_modify(CustomScanState *node)
 		/* read twice when the stored rows are checked first */
 		tuplestore_set_eflags(st->returned, EXEC_FLAG_REWIND);
 		evaluate_params(st);
-		/* before any row is written, as PostgreSQL infers its arbiter */
-		cj_check_conflict_arbiters(st->relid, st->userid, st->conflict);
 		if (st->kind == CJ_MODIFY_STATEMENTS)
+		{
+			/* before any row is written, as PostgreSQL infers its arbiter */
+			cj_check_conflict_arbiters(st->relid, st->userid, st->conflict);
 			run_statements(st);
+		}
 		else
 			run_route(st);
 		MemoryContextSwitchTo(old);
