@@ -28,36 +28,13 @@ BEGIN
 END
 $$;
 
--- placements_agree(t): every placement of every leaf holds its primary's rows
-CREATE FUNCTION cj_wt_s.placements_agree(t regclass) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	r record;
-	digest text;
-	primary_digest text;
-	bad text := '';
-	n int := 0;
-BEGIN
-	FOR r IN SELECT s.leaf, s.node, s.remote_relation, s.is_replica,
-			(SELECT option_value FROM pg_options_to_table(fs.srvoptions) WHERE option_name = 'port') AS port
-		FROM colojoin.shards s JOIN pg_foreign_server fs ON fs.srvname = s.node
-		WHERE s.table_name = t ORDER BY s.leaf, s.is_replica, s.node
-	LOOP
-		SELECT d INTO digest FROM dblink(format('host=127.0.0.1 port=%s dbname=colojoin_regress', r.port),
-			format('SELECT count(*) || '':'' || coalesce(md5(string_agg(x::text, '','' ORDER BY x::text)), '''') FROM %s x',
-				   r.remote_relation)) AS q(d text);
-		IF NOT r.is_replica THEN
-			primary_digest := digest;
-		ELSIF digest IS DISTINCT FROM primary_digest THEN
-			bad := bad || format(' %s on %s', r.leaf, r.node);
-		ELSE
-			n := n + 1;
-		END IF;
-	END LOOP;
-	IF bad <> '' THEN
-		RETURN 'replicas differ:' || bad;
-	END IF;
-	RETURN format('%s replicas agree', n);
-END $$;
+SET search_path = cj_wt_s;
+\i sql/include/placements_agree.sql
+RESET search_path;
+
+-- each sequence (psql variable seq) runs on the sharded tables, then on
+-- the twins
+\set both 'SET search_path = cj_wt_s, public; :seq SET search_path = cj_wt_l, public; :seq RESET search_path;'
 
 CREATE TABLE cj_wt_s.wp (id int, v int, c text) PARTITION BY HASH (id);
 SELECT colojoin.create_shards('cj_wt_s.wp', ARRAY[:'srv1', :'srv2', :'srv3'], 3);
@@ -81,57 +58,33 @@ CREATE TABLE cj_wt_l.wr (id int, grp int);
 CREATE TABLE cj_wt_l.o (o_id int, o_amt int);
 CREATE TABLE cj_wt_l.wl (id int, a int, b int, c text);
 
-\set fill 'INSERT INTO wp SELECT g, g % 40, ''c'' || g FROM generate_series(1, 300) g; INSERT INTO wo SELECT g, g FROM generate_series(1, 300, 2) g; INSERT INTO wr SELECT g, g % 7 FROM generate_series(1, 300) g; INSERT INTO o SELECT g, g * 3 FROM generate_series(1, 1000) g; INSERT INTO wl SELECT g, g % 5, g, ''x'' FROM generate_series(1, 300) g;'
-SET search_path = cj_wt_s, public;
-:fill
-SET search_path = cj_wt_l, public;
-:fill
-RESET search_path;
+\set seq 'INSERT INTO wp SELECT g, g % 40, ''c'' || g FROM generate_series(1, 300) g; INSERT INTO wo SELECT g, g FROM generate_series(1, 300, 2) g; INSERT INTO wr SELECT g, g % 7 FROM generate_series(1, 300) g; INSERT INTO o SELECT g, g * 3 FROM generate_series(1, 1000) g; INSERT INTO wl SELECT g, g % 5, g, ''x'' FROM generate_series(1, 300) g;'
+:both
 
 -- after ROLLBACK TO SAVEPOINT the next scan of a node keeps its cursor
 \set seq 'BEGIN; UPDATE wr SET grp = grp + 1 WHERE id % 3 = 0; SAVEPOINT s1; INSERT INTO wl VALUES (1750, NULL, 0, ''val''); SELECT count(*), sum(v) FROM wp; ROLLBACK TO SAVEPOINT s1; INSERT INTO wo (k, v) SELECT o_id, o_amt FROM o WHERE o_id BETWEEN 700 AND 705 ON CONFLICT DO NOTHING; COMMIT;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wr'), cj_wt_s.same('wl'), cj_wt_s.same('wo');
 
 -- a write, rolled back to its savepoint, then a read and a write: commits
 \set seq 'BEGIN; SAVEPOINT s1; INSERT INTO wp VALUES (9001, 1, ''E''); ROLLBACK TO SAVEPOINT s1; SELECT count(*) FROM wo; UPDATE wp SET v = v WHERE v = 19; COMMIT;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wp');
 
 -- UPDATE ... FROM a table on another key (row by row), then an upsert and reads
 \set seq 'BEGIN; UPDATE wr SET grp = o.o_amt FROM o WHERE o.o_amt = wr.id * 3 AND wr.id < 40; INSERT INTO wo (k, v) SELECT o_id, o_amt FROM o WHERE o_id BETWEEN 1 AND 20 ON CONFLICT (k) DO NOTHING; SELECT count(*) FROM wo; SELECT count(*), sum(grp) FROM wr JOIN wp USING (id); COMMIT;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wr'), cj_wt_s.same('wo');
 
 -- UPDATE and DELETE not on the keys after a write, with volatile
 -- functions and subqueries, on a table with replicas; RETURNING
 \set seq 'BEGIN; INSERT INTO wl VALUES (5000, 1, 1, ''new''); UPDATE wl SET b = b + 100 + (random() * 0)::int WHERE c = ''x'' AND id % 50 = 0 RETURNING id, b; DELETE FROM wl WHERE a = (SELECT min(grp) FROM wr) AND id % 7 = 0; UPDATE wl SET c = wp.c FROM wp WHERE wp.id = wl.id + 100 AND wl.id < 40; SELECT count(*), sum(b) FROM wl; COMMIT;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wl'), cj_wt_s.placements_agree('cj_wt_s.wl');
 
 -- a key that changes moves the row to its partition, replicas included
 \set seq 'BEGIN; UPDATE wl SET id = id + 1 WHERE id < 6 RETURNING id; UPDATE wp SET id = id + 1000 WHERE id BETWEEN 10 AND 14; SELECT count(*) FROM wp WHERE id > 1000; COMMIT;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wl'), cj_wt_s.same('wp'), cj_wt_s.placements_agree('cj_wt_s.wl');
 SELECT count(*) AS misplaced FROM cj_wt_s.wp
 	WHERE NOT satisfies_hash_partition('cj_wt_s.wp'::regclass, 3,
@@ -140,20 +93,12 @@ SELECT count(*) AS misplaced FROM cj_wt_s.wp
 -- nested savepoints, each level writing, rolled back in the middle; a
 -- PL/pgSQL exception block (a subtransaction) undoes only its own writes
 \set seq 'BEGIN; UPDATE wp SET v = v + 1 WHERE id < 50; SAVEPOINT a; DELETE FROM wp WHERE id BETWEEN 50 AND 60; SAVEPOINT b; UPDATE wp SET c = ''b'' || random()::int WHERE id > 250; ROLLBACK TO SAVEPOINT a; SELECT count(*), sum(v) FROM wp; UPDATE wp SET c = ''after'' WHERE id = 55; DO $$ BEGIN UPDATE wp SET v = -1 WHERE id < 10; RAISE EXCEPTION ''undo''; EXCEPTION WHEN raise_exception THEN NULL; END $$; RELEASE SAVEPOINT a; COMMIT;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wp');
 
 -- a rolled back transaction leaves nothing, on any placement
 \set seq 'BEGIN; UPDATE wl SET a = a + (random() * 0)::int + 1; DELETE FROM wl WHERE id % 3 = 0; ROLLBACK;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wl'), cj_wt_s.placements_agree('cj_wt_s.wl');
 
 -- a trigger on the coordinator: PostgreSQL's executor fires it, colojoin
@@ -163,11 +108,7 @@ CREATE FUNCTION public.cj_wt_stamp() RETURNS trigger LANGUAGE plpgsql AS
 CREATE TRIGGER stamp BEFORE UPDATE ON cj_wt_s.wp FOR EACH ROW EXECUTE FUNCTION public.cj_wt_stamp();
 CREATE TRIGGER stamp BEFORE UPDATE ON cj_wt_l.wp FOR EACH ROW EXECUTE FUNCTION public.cj_wt_stamp();
 \set seq 'UPDATE wp SET v = v * 2 WHERE id % 25 = 0;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wp');
 DROP TRIGGER stamp ON cj_wt_s.wp;
 DROP TRIGGER stamp ON cj_wt_l.wp;
@@ -176,24 +117,51 @@ DROP TRIGGER stamp ON cj_wt_l.wp;
 CREATE TRIGGER stamp BEFORE INSERT ON cj_wt_s.wl FOR EACH ROW EXECUTE FUNCTION public.cj_wt_stamp();
 CREATE TRIGGER stamp BEFORE INSERT ON cj_wt_l.wl FOR EACH ROW EXECUTE FUNCTION public.cj_wt_stamp();
 \set seq 'BEGIN; INSERT INTO wl VALUES (1000, 1, 1, ''a''), (1001, 2, 2, ''b''), (1003, 3, 3, NULL); INSERT INTO wl SELECT id + 2000, a, b, c FROM wl WHERE id < 30; SELECT count(*), sum(a), count(c) FROM wl WHERE id >= 1000; COMMIT;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wl'), cj_wt_s.placements_agree('cj_wt_s.wl');
 DROP TRIGGER stamp ON cj_wt_s.wl;
 DROP TRIGGER stamp ON cj_wt_l.wl;
 
 -- writes inside WITH, and TRUNCATE, among other writes and reads
 \set seq 'BEGIN; WITH u AS (UPDATE wp SET v = v + 1 WHERE id < 20 RETURNING *) SELECT count(*), sum(v) FROM u; WITH d AS (DELETE FROM wr WHERE id < 10 RETURNING *) INSERT INTO wo SELECT id + 5000, grp FROM d; SAVEPOINT t; TRUNCATE wl; SELECT count(*) FROM wl; ROLLBACK TO SAVEPOINT t; TRUNCATE wr; INSERT INTO wr SELECT k, v FROM wo WHERE k > 5000; SELECT count(*), sum(grp) FROM wr; COMMIT;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wp'), cj_wt_s.same('wo'), cj_wt_s.same('wr'), cj_wt_s.same('wl'),
 	cj_wt_s.placements_agree('cj_wt_s.wl');
+
+-- COPY that colojoin does not route itself (WHERE): PostgreSQL routes
+-- the rows, colojoin writes them, on every placement
+SET search_path = cj_wt_s, public;
+COPY wl FROM STDIN WHERE id > 4000;
+4001	1	1	a
+3000	2	2	b
+4002	\N	3	\N
+4003	1	1	a
+4006	1	1	a
+\.
+SET search_path = cj_wt_l, public;
+COPY wl FROM STDIN WHERE id > 4000;
+4001	1	1	a
+3000	2	2	b
+4002	\N	3	\N
+4003	1	1	a
+4006	1	1	a
+\.
+RESET search_path;
+SELECT cj_wt_s.same('wl'), cj_wt_s.placements_agree('cj_wt_s.wl');
+
+-- the one refusal that is postgres_fdw's: a row an UPDATE moves out of a
+-- local partition into a foreign one the same UPDATE changes
+CREATE TABLE cj_wt_s.mixed (k int, v int) PARTITION BY RANGE (k);
+CREATE TABLE cj_wt_s.mixed_local PARTITION OF cj_wt_s.mixed FOR VALUES FROM (0) TO (100);
+SELECT dblink_exec(format('host=127.0.0.1 port=%s dbname=colojoin_regress', :'node1_port'),
+	'CREATE TABLE cj_wt_s.mixed_far (k int, v int)');
+CREATE FOREIGN TABLE cj_wt_s.mixed_far PARTITION OF cj_wt_s.mixed FOR VALUES FROM (100) TO (200)
+	SERVER :"srv1" OPTIONS (schema_name 'cj_wt_s', table_name 'mixed_far');
+INSERT INTO cj_wt_s.mixed VALUES (1, 1), (150, 2);
+\set VERBOSITY terse
+UPDATE cj_wt_s.mixed SET k = k + 100 WHERE v > 0;
+\set VERBOSITY default
+SELECT * FROM cj_wt_s.mixed ORDER BY k;
 
 -- a table created and loaded in one transaction, through its own and a
 -- colocated table's functions, COPY included
@@ -229,11 +197,7 @@ SELECT sum(n) AS tables_left FROM unnest(ARRAY[:'node1_port', :'node2_port', :'n
 -- an upsert whose rows come from a join that moves rows, first in its
 -- transaction (its arbiter is asked of the nodes after the rows are read)
 \set seq 'BEGIN; INSERT INTO wo (k, v) SELECT DISTINCT ON (o.o_id) o.o_id + 20000, wr.grp FROM o JOIN wr ON wr.grp = o.o_id ORDER BY o.o_id, wr.grp ON CONFLICT (k) DO UPDATE SET v = excluded.v; COMMIT;'
-SET search_path = cj_wt_s, public;
-:seq
-SET search_path = cj_wt_l, public;
-:seq
-RESET search_path;
+:both
 SELECT cj_wt_s.same('wo');
 
 -- a write pruned to no partition, as the first statement of a session

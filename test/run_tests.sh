@@ -298,48 +298,37 @@ run_tap() {
 	done
 }
 
-# The randomized differential test (test/fuzz.sh, test/fuzz/fuzz.py) from
-# fixed seeds, against the cluster the suites used: one test, passed when
-# every seed's run reported no failure.  Its output is kept in
-# $CJ_CLUSTER_DIR/fuzz.log.
-fuzz_test() {
-	local log="$CJ_CLUSTER_DIR/fuzz.log" seed rc=0 seeds count
-	seeds=${CJ_FUZZ_SEEDS:-1 2 3 4}
-	count=${CJ_FUZZ_COUNT:-300}
-	say "fuzz: seeds $seeds, $count queries each"
+# A seeded randomized test from fixed seeds, against the cluster the suites
+# used: one test, passed when every seed's run reported no failure; its
+# output is kept in $CJ_CLUSTER_DIR/NAME.log.
+#   seeded_test NAME SCRIPT "SEEDS" COUNT WHAT
+seeded_test() {
+	local name=$1 script=$2 seeds=$3 count=$4 what=$5
+	local log="$CJ_CLUSTER_DIR/$name.log" seed rc=0
+	say "$name: seeds $seeds, $count $what each"
 	: >"$log"
 	for seed in $seeds; do
-		"$ROOT/test/fuzz.sh" "$seed" "$count" 2>&1 | tee -a "$log"
+		"$ROOT/test/$script" "$seed" "$count" 2>&1 | tee -a "$log"
 		[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 	done
 	if [ $rc -eq 0 ]; then
 		pass
 	else
-		echo "run_tests.sh: fuzz failed (output in $log)" >&2
-		fail fuzz
+		echo "run_tests.sh: $name failed (output in $log)" >&2
+		fail "$name"
 	fi
 }
 
-# The randomized write-sequence test (test/write_fuzz.sh,
-# test/fuzz/write_fuzz.py) from fixed seeds, against the same cluster: one
-# test, passed when every seed's run reported no failure.  Its output is
-# kept in $CJ_CLUSTER_DIR/write_fuzz.log.
+# the randomized differential test of reads (test/fuzz.sh, test/fuzz/fuzz.py)
+fuzz_test() {
+	seeded_test fuzz fuzz.sh "${CJ_FUZZ_SEEDS:-1 2 3 4}" "${CJ_FUZZ_COUNT:-300}" queries
+}
+
+# the randomized test of write transactions (test/write_fuzz.sh,
+# test/fuzz/write_fuzz.py)
 write_fuzz_test() {
-	local log="$CJ_CLUSTER_DIR/write_fuzz.log" seed rc=0 seeds count
-	seeds=${CJ_WRITE_FUZZ_SEEDS:-1 2 3}
-	count=${CJ_WRITE_FUZZ_COUNT:-60}
-	say "write_fuzz: seeds $seeds, $count write sequences each"
-	: >"$log"
-	for seed in $seeds; do
-		"$ROOT/test/write_fuzz.sh" "$seed" "$count" 2>&1 | tee -a "$log"
-		[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
-	done
-	if [ $rc -eq 0 ]; then
-		pass
-	else
-		echo "run_tests.sh: write_fuzz failed (output in $log)" >&2
-		fail write_fuzz
-	fi
+	seeded_test write_fuzz write_fuzz.sh "${CJ_WRITE_FUZZ_SEEDS:-1 2 3}" \
+		"${CJ_WRITE_FUZZ_COUNT:-60}" "write sequences"
 }
 
 if [ ${#suites[@]} -gt 0 ] || [ $run_fuzz = 1 ] || [ $run_write_fuzz = 1 ]; then

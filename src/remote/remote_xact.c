@@ -1214,13 +1214,14 @@ cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 		if (c->in_flight && c->flight_level >= level)
 			cj_conn_settle(c, true);
+		/* what it exported, before the abort may reset it */
 		strlcpy(snapshot, c->snapshot, sizeof(snapshot));
 		if (subxact_abort_one(c, level) && snapshot[0] != '\0')
 		{
 			CjConnection *lost = palloc(sizeof(CjConnection));
 
-			/* who it was and what it exported (the abort may reset it) */
-			memcpy(lost, c, sizeof(CjConnection));
+			/* snapshot names are unique per node only: keep whose it was */
+			lost->key = c->key;
 			strlcpy(lost->snapshot, snapshot, sizeof(lost->snapshot));
 			restarted = lappend(restarted, lost);
 		}
@@ -1229,16 +1230,15 @@ cj_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	/* those that imported a lost snapshot restart with it */
 	foreach(lc, restarted)
 	{
-		CjConnection *first = (CjConnection *) lfirst(lc);
+		CjConnection *lost = (CjConnection *) lfirst(lc);
 
 		hash_seq_init(&scan, cj_connections);
 		while ((c = hash_seq_search(&scan)) != NULL)
 		{
-			if (c->key.slot == first->key.slot ||
-				c->key.serverid != first->key.serverid ||
-				c->key.userid != first->key.userid || !c->xact_open ||
+			if (c->key.serverid != lost->key.serverid ||
+				c->key.userid != lost->key.userid || !c->xact_open ||
 				c->needs_restart || c->doomed || c->in_flight ||
-				strcmp(c->snapshot, first->snapshot) != 0)
+				strcmp(c->snapshot, lost->snapshot) != 0)
 				continue;
 			mark_restart(c, level);
 		}

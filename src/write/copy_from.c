@@ -115,6 +115,7 @@ cj_copy_process_utility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	Oid			relid;
+	void	   *volatile loan = NULL;
 
 	if (IsA(parsetree, CopyStmt) && colojoin_is_active() &&
 		copy_is_ours((CopyStmt *) parsetree, &relid))
@@ -142,31 +143,21 @@ cj_copy_process_utility(PlannedStmt *pstmt, const char *queryString,
 		!cj_xact_wrote_to_shards() &&
 		OidIsValid(relid = RangeVarGetRelid(((CopyStmt *) parsetree)->relation,
 											RowExclusiveLock, true)))
+		loan = cj_row_writes_lend(relid);
+	PG_TRY();
 	{
-		void	   *loan = cj_row_writes_lend(relid);
-
-		PG_TRY();
-		{
-			if (prev_process_utility)
-				prev_process_utility(pstmt, queryString, readOnlyTree, context,
-									 params, queryEnv, dest, qc);
-			else
-				standard_ProcessUtility(pstmt, queryString, readOnlyTree,
-										context, params, queryEnv, dest, qc);
-		}
-		PG_FINALLY();
-		{
-			cj_row_writes_give_back(loan);
-		}
-		PG_END_TRY();
-		return;
+		if (prev_process_utility)
+			prev_process_utility(pstmt, queryString, readOnlyTree, context,
+								 params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
 	}
-	if (prev_process_utility)
-		prev_process_utility(pstmt, queryString, readOnlyTree, context,
-							 params, queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
-								params, queryEnv, dest, qc);
+	PG_FINALLY();
+	{
+		cj_row_writes_give_back(loan);
+	}
+	PG_END_TRY();
 }
 
 /* must run after the other ProcessUtility hooks are installed: it goes first */

@@ -196,11 +196,13 @@ typedef struct RowModify
 	int			nset;			/* UPDATE: columns set; INSERT: columns */
 	AttrNumber *set_attnos;		/* leaf attnos */
 	int			nimage;			/* columns of a row's image */
+	int			nreturned;		/* every column the primary returns */
 	AttrNumber ctid_attno;		/* in the plan's rows */
 	struct RowModify *mover;	/* UPDATE: the DELETE of a row that moves */
 	Oid			root;			/* the sharded table */
 	Oid			userid;
 	bool		checked;		/* two-phase commit possible */
+	MemoryContext row_cxt;		/* reset for every row */
 } RowModify;
 
 static bool
@@ -396,8 +398,12 @@ begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, CmdType op,
 				st->set_attnos[st->nset++] = i;
 	}
 	for (i = 1; i <= desc->natts; i++)
+	{
 		if (column_written(TupleDescAttr(desc, i - 1)))
 			st->nimage++;
+		if (!TupleDescAttr(desc, i - 1)->attisdropped)
+			st->nreturned++;
+	}
 	if (op != CMD_INSERT)
 	{
 		Plan	   *sub = outerPlanState(mtstate)->plan;
@@ -429,6 +435,12 @@ begin_modify(ModifyTableState *mtstate, ResultRelInfo *rinfo, CmdType op,
 		for (i = 0; i < st->nplacements; i++)
 			st->mover->sql[i] = placement_sql(st->mover, rel, leaf, root, i);
 	}
+	/* every row's parameters and results; the mover shares it */
+	st->row_cxt = AllocSetContextCreate(estate->es_query_cxt,
+										"colojoin row write",
+										ALLOCSET_SMALL_SIZES);
+	if (st->mover)
+		st->mover->row_cxt = st->row_cxt;
 	rinfo->ri_FdwState = st;
 }
 
@@ -478,22 +490,57 @@ run_placement(RowModify *st, int p, int nparams, const char **values)
 }
 
 /*
+ * The parameters of a replica's statement: the row's values (UPDATE,
+ * INSERT), then its old image as the primary returned it (UPDATE: after
+ * every column, only the written ones; DELETE: among every column).
+ */
+static const char **
+replica_params(RowModify *st, TupleDesc desc, PGresult *res,
+			   const char **values, int *n)
+{
+	const char **params = palloc0((st->nset + st->nimage + 1) * sizeof(char *));
+	int			col = (st->op == CMD_UPDATE) ? 1 + st->nreturned : 1;
+	int			i;
+
+	*n = 0;
+	if (st->op != CMD_DELETE)
+		for (i = 0; i < st->nset; i++)
+			params[(*n)++] = values[(st->op == CMD_UPDATE ? 1 : 0) + i];
+	if (st->op == CMD_INSERT)
+		return params;
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		if (column_written(att))
+			params[(*n)++] = PQgetisnull(res, 0, col) ? NULL :
+				PQgetvalue(res, 0, col);
+		if (column_written(att) || st->op == CMD_DELETE)
+			col++;
+	}
+	return params;
+}
+
+/*
  * Write one row: values[0..nvalues) are the primary's parameters (ctid
  * first unless INSERT); the replicas get the row's values and its image.
- * The row as the primary returned it goes into slot; NULL when the
- * primary had no such row any more.
+ * The row as the primary returned it goes into slot, made in tuple_cxt;
+ * NULL when the primary had no such row any more.
  */
 static TupleTableSlot *
 write_row(RowModify *st, ResultRelInfo *rinfo, TupleTableSlot *slot,
-		  const char **values, int nvalues)
+		  const char **values, int nvalues, MemoryContext tuple_cxt)
 {
 	TupleDesc	desc = RelationGetDescr(rinfo->ri_RelationDesc);
 	PGresult   *res;
 	HeapTuple	tuple;
 	ItemPointerData ctid;
-	int			ncols = 0;
+	const char **params = NULL;
+	int			nparams = 0;
+	MemoryContext old;
 	int			p;
-	int			i;
 
 	if (!st->checked)
 	{
@@ -510,80 +557,44 @@ write_row(RowModify *st, ResultRelInfo *rinfo, TupleTableSlot *slot,
 		PQclear(res);
 		return NULL;
 	}
-	for (i = 0; i < desc->natts; i++)
-		if (!TupleDescAttr(desc, i)->attisdropped)
-			ncols++;
 
 	/* the replicas: the same change, their row found by its image */
+	if (st->nplacements > 1)
+		params = replica_params(st, desc, res, values, &nparams);
 	for (p = 1; p < st->nplacements; p++)
 	{
-		int			nrep = 0;
-		const char **rvalues = palloc0((st->nset + st->nimage + 1) * sizeof(char *));
-		PGresult   *rres;
-		int			first_image;
+		PGresult   *rres = run_placement(st, p, nparams, params);
+		bool		one = (strcmp(PQcmdTuples(rres), "1") == 0);
 
-		if (st->op != CMD_DELETE)
-			for (i = 0; i < st->nset; i++)
-				rvalues[nrep++] = values[(st->op == CMD_UPDATE ? 1 : 0) + i];
-		if (st->op != CMD_INSERT)
+		PQclear(rres);
+		if (!one)
 		{
-			/* DELETE: the returned row; UPDATE: the old image after it */
-			first_image = (st->op == CMD_DELETE) ? 1 : 1 + ncols;
-			for (i = 0; i < desc->natts; i++)
-			{
-				Form_pg_attribute att = TupleDescAttr(desc, i);
-				int			col;
-
-				if (!column_written(att))
-					continue;
-				if (st->op == CMD_DELETE)
-				{
-					int			j;
-
-					/* position among the returned (non-dropped) columns */
-					col = first_image;
-					for (j = 0; j < i; j++)
-						if (!TupleDescAttr(desc, j)->attisdropped)
-							col++;
-				}
-				else
-					col = first_image++;
-				rvalues[nrep++] = PQgetisnull(res, 0, col) ? NULL :
-					PQgetvalue(res, 0, col);
-			}
-		}
-		rres = run_placement(st, p, nrep, rvalues);
-		if (strcmp(PQcmdTuples(rres), "1") != 0)
-		{
-			PQclear(rres);
 			PQclear(res);
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("the placement of \"%s\" on node \"%s\" does not hold a row its primary holds",
 							get_rel_name(st->relid),
-							cj_node_name(managed_leaf(st->relid, NULL)->placements[p].serverid)),
-					 errdetail("The copies of the partition differ; the statement wrote none of them."),
+							cj_node_name(st->servers[p])),
+					 errdetail("The copies of the partition differ; nothing the transaction wrote commits."),
 					 errhint("Bring the placement back in line with colojoin.repair_placement.")));
 		}
-		PQclear(rres);
-		pfree(rvalues);
 	}
 
 	ctid = *(ItemPointer) DatumGetPointer(DirectFunctionCall1(tidin,
-													CStringGetDatum(PQgetvalue(res, 0, 0))));
+															  CStringGetDatum(PQgetvalue(res, 0, 0))));
+	old = MemoryContextSwitchTo(tuple_cxt);
 	tuple = tuple_from_result(desc, res, 0, 1, &ctid);
+	MemoryContextSwitchTo(old);
 	tuple->t_tableOid = st->relid;
 	PQclear(res);
 	ExecForceStoreHeapTuple(tuple, slot, true);
 	return slot;
 }
 
-static TupleTableSlot *
-rw_exec_insert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
-			   TupleTableSlot *planSlot)
+/* the text of the columns a statement sets, from slot, into values */
+static void
+slot_params(RowModify *st, TupleTableSlot *slot, const char **values)
 {
-	RowModify  *st = (RowModify *) rinfo->ri_FdwState;
-	const char **values = palloc0((st->nset + 1) * sizeof(char *));
 	int			level;
 	int			i;
 
@@ -595,10 +606,26 @@ rw_exec_insert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 
 		values[i] = slot->tts_isnull[a - 1] ? NULL :
 			cj_rw_value_text(slot->tts_values[a - 1],
-					   TupleDescAttr(slot->tts_tupleDescriptor, a - 1)->atttypid);
+							 TupleDescAttr(slot->tts_tupleDescriptor, a - 1)->atttypid);
 	}
 	AtEOXact_GUC(true, level);
-	return write_row(st, rinfo, slot, values, st->nset);
+}
+
+static TupleTableSlot *
+rw_exec_insert(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
+			   TupleTableSlot *planSlot)
+{
+	RowModify  *st = (RowModify *) rinfo->ri_FdwState;
+	MemoryContext caller = MemoryContextSwitchTo(st->row_cxt);
+	const char **values;
+	TupleTableSlot *result;
+
+	MemoryContextReset(st->row_cxt);
+	values = palloc0((st->nset + 1) * sizeof(char *));
+	slot_params(st, slot, values);
+	result = write_row(st, rinfo, slot, values, st->nset, caller);
+	MemoryContextSwitchTo(caller);
+	return result;
 }
 
 static const char *
@@ -634,25 +661,17 @@ move_row(RowModify *st, ResultRelInfo *rinfo, TupleTableSlot *slot,
 	CjRouter   *router;
 
 	values[0] = row_ctid(st, planSlot);
-	if (write_row(st->mover, rinfo, old, values, 1) == NULL)
+	if (write_row(st->mover, rinfo, old, values, 1, CurrentMemoryContext) == NULL)
 	{
 		ExecDropSingleTupleTableSlot(old);
 		ExecDropSingleTupleTableSlot(root_slot);
 		table_close(root, NoLock);
 		return NULL;			/* gone meanwhile, as for an UPDATE */
 	}
-	slot_getallattrs(slot);
 	if (map != NULL)
 		execute_attr_map_slot(map, slot, root_slot);
 	else
-	{
-		ExecClearTuple(root_slot);
-		memcpy(root_slot->tts_values, slot->tts_values,
-			   slot->tts_tupleDescriptor->natts * sizeof(Datum));
-		memcpy(root_slot->tts_isnull, slot->tts_isnull,
-			   slot->tts_tupleDescriptor->natts * sizeof(bool));
-		ExecStoreVirtualTuple(root_slot);
-	}
+		ExecCopySlot(root_slot, slot);
 	router = cj_router_begin(st->root, st->userid, NIL, 0, NULL, NULL, NULL);
 	cj_router_put(router, root_slot);
 	(void) cj_router_end(router);
@@ -667,26 +686,27 @@ rw_exec_update(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 			   TupleTableSlot *planSlot)
 {
 	RowModify  *st = (RowModify *) rinfo->ri_FdwState;
-	const char **values = palloc0((st->nset + 2) * sizeof(char *));
-	int			level;
-	int			i;
+	MemoryContext caller;
+	const char **values;
+	TupleTableSlot *result;
 
 	if (rinfo->ri_RelationDesc->rd_rel->relispartition &&
 		!ExecPartitionCheck(rinfo, slot, estate, false))
-		return move_row(st, rinfo, slot, planSlot);
-	values[0] = row_ctid(st, planSlot);
-	slot_getallattrs(slot);
-	level = cj_pin_node_output_settings();
-	for (i = 0; i < st->nset; i++)
 	{
-		AttrNumber	a = st->set_attnos[i];
-
-		values[i + 1] = slot->tts_isnull[a - 1] ? NULL :
-			cj_rw_value_text(slot->tts_values[a - 1],
-					   TupleDescAttr(slot->tts_tupleDescriptor, a - 1)->atttypid);
+		caller = MemoryContextSwitchTo(st->row_cxt);
+		MemoryContextReset(st->row_cxt);
+		result = move_row(st, rinfo, slot, planSlot);
+		MemoryContextSwitchTo(caller);
+		return result;
 	}
-	AtEOXact_GUC(true, level);
-	return write_row(st, rinfo, slot, values, st->nset + 1);
+	caller = MemoryContextSwitchTo(st->row_cxt);
+	MemoryContextReset(st->row_cxt);
+	values = palloc0((st->nset + 2) * sizeof(char *));
+	values[0] = row_ctid(st, planSlot);
+	slot_params(st, slot, values + 1);
+	result = write_row(st, rinfo, slot, values, st->nset + 1, caller);
+	MemoryContextSwitchTo(caller);
+	return result;
 }
 
 static TupleTableSlot *
@@ -694,15 +714,15 @@ rw_exec_delete(EState *estate, ResultRelInfo *rinfo, TupleTableSlot *slot,
 			   TupleTableSlot *planSlot)
 {
 	RowModify  *st = (RowModify *) rinfo->ri_FdwState;
+	MemoryContext caller = MemoryContextSwitchTo(st->row_cxt);
 	const char *values[1];
+	TupleTableSlot *result;
 
+	MemoryContextReset(st->row_cxt);
 	values[0] = row_ctid(st, planSlot);
-	return write_row(st, rinfo, slot, values, 1);
-}
-
-static void
-rw_end_modify(EState *estate, ResultRelInfo *rinfo)
-{
+	result = write_row(st, rinfo, slot, values, 1, caller);
+	MemoryContextSwitchTo(caller);
+	return result;
 }
 
 static void
@@ -758,9 +778,9 @@ routine(FdwRoutine *pg)
 	cj_routine->ExecForeignInsert = rw_exec_insert;
 	cj_routine->ExecForeignUpdate = rw_exec_update;
 	cj_routine->ExecForeignDelete = rw_exec_delete;
-	cj_routine->EndForeignModify = rw_end_modify;
+	cj_routine->EndForeignModify = NULL;	/* the row context goes with the query */
 	cj_routine->BeginForeignInsert = rw_begin_insert;
-	cj_routine->EndForeignInsert = rw_end_modify;
+	cj_routine->EndForeignInsert = NULL;
 	cj_routine->ExplainForeignModify = rw_explain_modify;
 	return cj_routine;
 }
@@ -1157,14 +1177,23 @@ cj_row_writes_executor_start(QueryDesc *queryDesc, int eflags)
 		changed_meanwhile();
 }
 
+/* the leaves a writing plan may route rows to while it runs, or NIL */
+static List *
+routing_relids(QueryDesc *queryDesc)
+{
+	PlannedStmt *stmt = queryDesc->plannedstmt;
+
+	if (stmt->commandType == CMD_SELECT && !stmt->hasModifyingCTE)
+		return NIL;
+	return marked_relids(stmt);
+}
+
 /* rows routed to leaves: the leaves need the routine while the plan runs */
 static void
 cj_row_writes_executor_run(QueryDesc *queryDesc, ScanDirection direction,
 						   uint64 count, bool execute_once)
 {
-	List	   *relids = queryDesc->plannedstmt->commandType == CMD_SELECT &&
-		!queryDesc->plannedstmt->hasModifyingCTE ? NIL :
-		marked_relids(queryDesc->plannedstmt);
+	List	   *relids = routing_relids(queryDesc);
 	Loan		loan;
 
 	lend_routine(relids, &loan);
@@ -1185,9 +1214,7 @@ cj_row_writes_executor_run(QueryDesc *queryDesc, ScanDirection direction,
 static void
 cj_row_writes_executor_finish(QueryDesc *queryDesc)
 {
-	List	   *relids = queryDesc->plannedstmt->commandType == CMD_SELECT &&
-		!queryDesc->plannedstmt->hasModifyingCTE ? NIL :
-		marked_relids(queryDesc->plannedstmt);
+	List	   *relids = routing_relids(queryDesc);
 	Loan		loan;
 	ListCell   *lc;
 
