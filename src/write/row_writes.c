@@ -916,7 +916,7 @@ cj_plan_row_writes(Query *parse, const char *query_string, int cursorOptions,
 
 /* the relations whose routine the plan's nodes need, or NIL */
 static void
-collect_marked(Plan *plan, PlannedStmt *stmt, List **relids)
+collect_marked(Plan *plan, PlannedStmt *stmt, bool leaves, List **relids)
 {
 	ListCell   *lc;
 
@@ -939,12 +939,11 @@ collect_marked(Plan *plan, PlannedStmt *stmt, List **relids)
 		forboth(lc, mt->fdwPrivLists, lr, mt->resultRelations)
 		{
 			List	   *priv = (List *) lfirst(lc);
-
 			Oid			relid = rt_fetch(lfirst_int(lr), stmt->rtable)->relid;
 
 			if (priv == NIL || !is_mark((Node *) linitial(priv)))
 				continue;
-			if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+			if (leaves && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
 			{
 				ListCell   *ll;
 
@@ -961,45 +960,50 @@ collect_marked(Plan *plan, PlannedStmt *stmt, List **relids)
 				*relids = list_append_unique_oid(*relids, relid);
 		}
 	}
-	collect_marked(plan->lefttree, stmt, relids);
-	collect_marked(plan->righttree, stmt, relids);
+	collect_marked(plan->lefttree, stmt, leaves, relids);
+	collect_marked(plan->righttree, stmt, leaves, relids);
 	if (IsA(plan, Append))
 		foreach(lc, ((Append *) plan)->appendplans)
-			collect_marked((Plan *) lfirst(lc), stmt, relids);
+			collect_marked((Plan *) lfirst(lc), stmt, leaves, relids);
 	else if (IsA(plan, MergeAppend))
 		foreach(lc, ((MergeAppend *) plan)->mergeplans)
-			collect_marked((Plan *) lfirst(lc), stmt, relids);
+			collect_marked((Plan *) lfirst(lc), stmt, leaves, relids);
 	else if (IsA(plan, SubqueryScan))
-		collect_marked(((SubqueryScan *) plan)->subplan, stmt, relids);
+		collect_marked(((SubqueryScan *) plan)->subplan, stmt, leaves, relids);
 	else if (IsA(plan, CustomScan))
 		foreach(lc, ((CustomScan *) plan)->custom_plans)
-			collect_marked((Plan *) lfirst(lc), stmt, relids);
+			collect_marked((Plan *) lfirst(lc), stmt, leaves, relids);
 	else if (IsA(plan, BitmapAnd))
 		foreach(lc, ((BitmapAnd *) plan)->bitmapplans)
-			collect_marked((Plan *) lfirst(lc), stmt, relids);
+			collect_marked((Plan *) lfirst(lc), stmt, leaves, relids);
 	else if (IsA(plan, BitmapOr))
 		foreach(lc, ((BitmapOr *) plan)->bitmapplans)
-			collect_marked((Plan *) lfirst(lc), stmt, relids);
+			collect_marked((Plan *) lfirst(lc), stmt, leaves, relids);
 }
 
+/*
+ * The relations of stmt's marked nodes; with leaves, a marked partitioned
+ * target stands for its managed leaves, locked (the executor's loan), else
+ * for itself (whether the plan is colojoin's at all).
+ */
 static List *
-marked_relids(PlannedStmt *stmt)
+marked_relids(PlannedStmt *stmt, bool leaves)
 {
 	List	   *relids = NIL;
 	ListCell   *lc;
 
 	if (cj_routine == NULL || stmt->commandType == CMD_UTILITY)
 		return NIL;
-	collect_marked(stmt->planTree, stmt, &relids);
+	collect_marked(stmt->planTree, stmt, leaves, &relids);
 	foreach(lc, stmt->subplans)
-		collect_marked((Plan *) lfirst(lc), stmt, &relids);
+		collect_marked((Plan *) lfirst(lc), stmt, leaves, &relids);
 	return relids;
 }
 
 bool
 cj_plan_is_row_writes(PlannedStmt *stmt)
 {
-	return marked_relids(stmt) != NIL;
+	return marked_relids(stmt, false) != NIL;
 }
 
 /* a planstate tree built with postgres_fdw's callbacks where ours were meant */
@@ -1155,7 +1159,7 @@ changed_meanwhile(void)
 static void
 cj_row_writes_executor_start(QueryDesc *queryDesc, int eflags)
 {
-	List	   *relids = marked_relids(queryDesc->plannedstmt);
+	List	   *relids = marked_relids(queryDesc->plannedstmt, true);
 	Loan		loan;
 
 	lend_routine(relids, &loan);
@@ -1185,7 +1189,7 @@ routing_relids(QueryDesc *queryDesc)
 
 	if (stmt->commandType == CMD_SELECT && !stmt->hasModifyingCTE)
 		return NIL;
-	return marked_relids(stmt);
+	return marked_relids(stmt, true);
 }
 
 /* rows routed to leaves: the leaves need the routine while the plan runs */
