@@ -37,6 +37,8 @@ SELECT colojoin.create_shards('"Ship Ments"', ARRAY[:'srv3', :'srv1', :'srv2'], 
 CREATE TABLE returns (r_orderkey int, r_reason text) PARTITION BY HASH (r_orderkey);
 SELECT colojoin.create_shards('returns', ARRAY[:'srv2', :'srv3', :'srv1'], 12);
 CREATE TABLE nation (n_name text, n_region text);
+CREATE TABLE customer (c_custkey int, c_segment text) PARTITION BY HASH (c_custkey);
+SELECT colojoin.create_shards('customer', ARRAY[:'srv1', :'srv2', :'srv3'], 3);
 
 CREATE TABLE cj_ms_l.orders (o_orderkey int, o_custkey int, o_status text);
 CREATE TABLE cj_ms_l.lineitem (l_orderkey int, l_partkey int, l_suppkey int, l_qty int);
@@ -45,6 +47,7 @@ CREATE TABLE cj_ms_l.supplier (s_suppkey int, s_nation text);
 CREATE TABLE cj_ms_l."Ship Ments" ("Order Key" int, "Mode" text);
 CREATE TABLE cj_ms_l.returns (r_orderkey int, r_reason text);
 CREATE TABLE cj_ms_l.nation (n_name text, n_region text);
+CREATE TABLE cj_ms_l.customer (c_custkey int, c_segment text);
 INSERT INTO cj_ms_l.orders
 SELECT g, g % 97, CASE WHEN g % 29 = 0 THEN NULL ELSE (ARRAY['F', 'O', 'P'])[g % 3 + 1] END
 FROM generate_series(1, 1500) g;
@@ -58,6 +61,7 @@ INSERT INTO cj_ms_l."Ship Ments"
 SELECT CASE WHEN g % 37 = 0 THEN NULL ELSE g * 2 END, (ARRAY['AIR', 'RAIL', 'SHIP', 'G'])[g % 4 + 1]
 FROM generate_series(1, 800) g;
 INSERT INTO cj_ms_l.returns SELECT g * 67, (ARRAY['damaged', 'late', 'F'])[g % 3 + 1] FROM generate_series(1, 20) g;
+INSERT INTO cj_ms_l.customer SELECT g, (ARRAY['AUTO', 'BUILD', 'MACH'])[g % 3 + 1] FROM generate_series(0, 96) g;
 INSERT INTO cj_ms_l.nation VALUES ('FRANCE', 'EUROPE'), ('GERMANY', 'EUROPE'), ('PERU', 'AMERICA'), ('JAPAN', 'ASIA');
 INSERT INTO orders SELECT * FROM cj_ms_l.orders;
 INSERT INTO lineitem SELECT * FROM cj_ms_l.lineitem;
@@ -66,9 +70,10 @@ INSERT INTO supplier SELECT * FROM cj_ms_l.supplier;
 INSERT INTO "Ship Ments" SELECT * FROM cj_ms_l."Ship Ments";
 INSERT INTO returns SELECT * FROM cj_ms_l.returns;
 INSERT INTO nation SELECT * FROM cj_ms_l.nation;
-ANALYZE orders, lineitem, part, supplier, "Ship Ments", returns, nation;
+INSERT INTO customer SELECT * FROM cj_ms_l.customer;
+ANALYZE orders, lineitem, part, supplier, "Ship Ments", returns, nation, customer;
 ANALYZE cj_ms_l.orders, cj_ms_l.lineitem, cj_ms_l.part, cj_ms_l.supplier, cj_ms_l."Ship Ments",
-	cj_ms_l.returns, cj_ms_l.nation;
+	cj_ms_l.returns, cj_ms_l.nation, cj_ms_l.customer;
 
 -- returns has empty partitions
 SELECT count(*) FILTER (WHERE n = 0) > 0 AS returns_has_empty_partitions
@@ -158,6 +163,14 @@ SELECT label, (cj_ms_l.check(q)).* FROM (VALUES
 	 'SELECT p_brand, count(l_qty) FROM part LEFT JOIN (orders JOIN lineitem ON o_orderkey = l_orderkey) ON l_partkey = p_partkey GROUP BY 1'),
 	('left join of a full join',
 	 'SELECT count(*), count(p_brand), count(s_nation) FROM orders JOIN lineitem ON o_orderkey = l_orderkey LEFT JOIN (part FULL JOIN "Ship Ments" ON p_partkey = "Order Key") ON l_partkey = coalesce(p_partkey, "Order Key") LEFT JOIN supplier ON s_suppkey = l_suppkey'),
+	-- every pair of inputs of a three-table join builds its own group
+	-- (customer JOIN orders with lineitem moved to it, or orders JOIN
+	-- lineitem with customer moved to it): the cheapest is kept, here the
+	-- one moving customer's 97 rows, not orders and then all of lineitem
+	('the cheapest pair of inputs: customer moves, not lineitem',
+	 'SELECT c_segment, count(*), sum(l_qty) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey WHERE o_status <> ''P'' GROUP BY 1'),
+	('the same, customer written last',
+	 'SELECT c_segment, l_qty FROM orders JOIN lineitem ON l_orderkey = o_orderkey JOIN customer ON c_custkey = o_custkey WHERE l_qty = 3'),
 	-- declined moves: PostgreSQL joins the group's scan with the table
 	('part in a full join',
 	 'SELECT o_orderkey, p_partkey FROM (orders JOIN lineitem ON o_orderkey = l_orderkey) FULL JOIN part ON l_partkey = p_partkey WHERE coalesce(o_custkey, 0) < 5')

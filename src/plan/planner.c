@@ -481,45 +481,72 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 }
 
 /*
- * add_colocated_path
- *		Cost the group honestly and offer it to the planner.
+ * group_cost
+ *		Cost the group honestly.
  *
  * The nodes work at once, so the remote scan and join cost is divided by
  * the number of nodes; every result row crosses the network and is turned
  * into a tuple here, which is what usually decides against pulling both
  * inputs to the coordinator.
  */
-static void
-add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
-				   bool forced)
+static Cost
+group_cost(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
+		   Cost *startup)
 {
 	double		input_rows = cj_group_input_rows(root, g);
 	int			nnodes = cj_task_node_count(g);
 	double		rows = joinrel->rows;
 	int			width = joinrel->reltarget->width;
-	Cost		startup;
 	Cost		remote;
 	Cost		transfer;
-	Cost		total;
 	QualCost	local_cost;
 
-	startup = 100.0 + 0.5 * list_length(g->tasks) + cj_moves_cost(root, g);
+	*startup = 100.0 + 0.5 * list_length(g->tasks) + cj_moves_cost(root, g);
 	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
 			  rows * cpu_tuple_cost) / nnodes;
 	transfer = rows * (cpu_tuple_cost + width * 0.0001);
 	cost_qual_eval(&local_cost, g->local_quals, root);
 
-	total = startup + remote + transfer +
+	return *startup + remote + transfer +
 		local_cost.startup + local_cost.per_tuple * rows;
+}
+
+/*
+ * group_rank
+ *		What a group's cost is compared by against another way of building
+ *		the same join: its cost, and for every table it moves the round
+ *		trips of each destination (a temporary table made, filled, analyzed
+ *		and dropped), which the cost of a path leaves out because every way
+ *		of planning a join with a move pays them alike.
+ */
+static Cost
+group_rank(CjJoinGroup *g, Cost total)
+{
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
+			total += 100.0 * cj_task_node_count(g);
+	return total;
+}
+
+/*
+ * add_colocated_path
+ *		Offer the group to the planner at its cost (group_cost), or at none
+ *		when a hint asked for it (forced): nothing else may look cheaper.
+ */
+static void
+add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
+				   Cost startup, Cost total, bool forced)
+{
 	if (forced)
 	{
-		/* a hint asked for it: nothing else may look cheaper */
 		startup = 0;
 		total = 0;
 	}
 	/* the group is found again from joinrel (custom_private stays NIL) */
-	add_path(joinrel, cj_new_scan_path(joinrel, joinrel->reltarget, rows,
-									startup, total, NIL));
+	add_path(joinrel, cj_new_scan_path(joinrel, joinrel->reltarget,
+									   joinrel->rows, startup, total, NIL));
 }
 
 static bool
@@ -551,6 +578,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	int			forced_move = CJ_MOVE_NONE;
 	bool		lateral;
 	bool		force_dual = false;
+	List	   *moved_reasons = NIL;
 
 	if (prev_join_pathlist_hook)
 		prev_join_pathlist_hook(root, joinrel, outerrel, innerrel,
@@ -660,9 +688,18 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		!(enabled && colojoin_enable_broadcast))
 		return;
 
+	/*
+	 * A join of three or more tables has several pairs of inputs, and each
+	 * may build another group (orders JOIN lineitem with customer broadcast
+	 * into it, or customer JOIN orders with lineitem moved): every pair is
+	 * tried and the cheapest group kept.  The same pair in the other order
+	 * builds the same group again, and a hinted group stays.
+	 */
 	attempt = cj_get_attempt(joinrel);
-	if (attempt->group != NULL)
-		return;					/* this join already has its path */
+	if (attempt->group != NULL &&
+		(attempt->forced || bms_equal(attempt->split, outerrel->relids) ||
+		 bms_equal(attempt->split, innerrel->relids)))
+		return;
 
 	if (cj_xact_wrote_to_shards())
 	{
@@ -695,16 +732,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 									   jointype, extra, must_move, forced_move,
 									   &reasons);
 		if (group != NULL)
-		{
-			/* the decision log says why the rows had to move */
-			ListCell   *lr;
-
-			if (attempt->names == NULL)
-				attempt->names = cj_joinrel_names(root, joinrel);
-			foreach(lr, colocated_reasons)
-				attempt->reasons = list_append_unique(attempt->reasons,
-													  makeString(lfirst(lr)));
-		}
+			moved_reasons = colocated_reasons;
 		else
 			reasons = list_concat(colocated_reasons, reasons);
 	}
@@ -729,14 +757,8 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 
 		if (dual != NULL)
 		{
-			ListCell   *lr;
-
-			if (attempt->names == NULL)
-				attempt->names = cj_joinrel_names(root, joinrel);
 			if (group == NULL)
-				foreach(lr, reasons)
-					attempt->reasons = list_append_unique(attempt->reasons,
-														  makeString(lfirst(lr)));
+				moved_reasons = reasons;
 			group = dual;
 		}
 		else if (force_dual)
@@ -769,7 +791,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		 */
 		if (attempt->names == NULL)
 			attempt->names = cj_joinrel_names(root, joinrel);
-		if (attempt->reasons == NIL)
+		if (attempt->reasons == NIL && attempt->group == NULL)
 			foreach(lc, reasons)
 				attempt->reasons = list_append_unique(attempt->reasons,
 													  makeString(lfirst(lc)));
@@ -779,15 +801,37 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 													 makeString(lfirst(lc)));
 		return;
 	}
-	attempt->group = group;
-	if (force)
 	{
-		force->used = true;
-		group->hints_used = list_append_unique_ptr(group->hints_used, force);
+		Cost		startup;
+		Cost		total = group_cost(root, joinrel, group, &startup);
+		ListCell   *lr;
+
+		/* an earlier pair's group is as cheap: that one stays */
+		if (attempt->group != NULL && force == NULL &&
+			group_rank(group, total) >= group_rank(attempt->group, attempt->cost))
+			return;
+		/* the decision log says why the rows had to move, for this group */
+		if (attempt->group != NULL)
+			attempt->reasons = NIL;
+		if (attempt->names == NULL)
+			attempt->names = cj_joinrel_names(root, joinrel);
+		foreach(lr, moved_reasons)
+			attempt->reasons = list_append_unique(attempt->reasons,
+												  makeString(lfirst(lr)));
+		attempt->group = group;
+		attempt->split = bms_copy(outerrel->relids);
+		attempt->cost = total;
+		attempt->forced = force != NULL;
+		if (force)
+		{
+			force->used = true;
+			group->hints_used = list_append_unique_ptr(group->hints_used, force);
+		}
+		/* a part of a hinted join only: kept for it, offered only if allowed */
+		if (enabled || force != NULL)
+			add_colocated_path(root, joinrel, group, startup, total,
+							   force != NULL);
 	}
-	/* a part of a hinted join only: kept for it, offered only if allowed */
-	if (enabled || force != NULL)
-		add_colocated_path(root, joinrel, group, force != NULL);
 }
 
 /*

@@ -204,6 +204,9 @@ typedef struct CjJoinAttempt
 {
 	RelOptInfo *joinrel;
 	CjJoinGroup *group;			/* NULL while every attempt failed */
+	Relids		split;			/* one input of the join that built group */
+	Cost		cost;			/* the total cost of group's path */
+	bool		forced;			/* a hint asked for group */
 	List	   *reasons;		/* why the failed attempts failed */
 	char	   *names;			/* its tables, for the decision log */
 	CjUpperSpec *upper;			/* for a grouped relation: full pushdown */
