@@ -17,6 +17,7 @@
 
 #include "exec/executor.h"
 #include "metadata/metadata.h"
+#include "operations/column_stats.h"
 #include "operations/size_cache.h"
 #include "plan/join_group.h"
 #include "plan/planner.h"
@@ -195,6 +196,7 @@ _PG_init(void)
 	cj_recovery_worker_init();
 	cj_read_after_write_init();
 	cj_size_cache_init();
+	cj_column_stats_init();
 	cj_copy_from_init();
 	cj_truncate_init();
 

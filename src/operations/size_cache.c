@@ -65,6 +65,7 @@ typedef struct SizeEntry
 	Oid		   *coltypes;
 	/* and their distinct values by the node's statistics (0: unknown) */
 	double	   *colndistinct;
+	double	   *colnullfrac;	/* their fraction of NULLs (0: unknown) */
 } SizeEntry;
 
 static HTAB *sizes = NULL;
@@ -164,9 +165,10 @@ cj_primary_servers(CjTable *t, List *servers)
 
 /*
  * set_columns
- *		e's remote columns from the node's list: "type:ndistinct:length:name"
- *		for each (pg_stats' n_distinct, 0 when the node has none; a name may
- *		hold any character, so it is counted, not delimited).
+ *		e's remote columns from the node's list:
+ *		"type:ndistinct:nullfrac:length:name" for each (pg_stats' n_distinct
+ *		and null_frac, 0 when the node has none; a name may hold any
+ *		character, so it is counted, not delimited).
  */
 static void
 set_columns(SizeEntry *e, bool found, const char *list)
@@ -183,20 +185,26 @@ set_columns(SizeEntry *e, bool found, const char *list)
 		pfree(e->colnames);
 		pfree(e->coltypes);
 		pfree(e->colndistinct);
+		pfree(e->colnullfrac);
 	}
 	e->colnames = palloc(sizeof(char *) * size);
 	e->coltypes = palloc(sizeof(Oid) * size);
 	e->colndistinct = palloc(sizeof(double) * size);
+	e->colnullfrac = palloc(sizeof(double) * size);
 	while (*p)
 	{
 		char	   *end;
 		Oid			typid = (Oid) strtoul(p, &end, 10);
 		double		nd;
+		double		nf;
 		long		len;
 
 		if (*end != ':')
 			break;
 		nd = strtod(end + 1, &end);
+		if (*end != ':')
+			break;
+		nf = strtod(end + 1, &end);
 		if (*end != ':')
 			break;
 		len = strtol(end + 1, &end, 10);
@@ -208,9 +216,11 @@ set_columns(SizeEntry *e, bool found, const char *list)
 			e->colnames = repalloc(e->colnames, sizeof(char *) * size);
 			e->coltypes = repalloc(e->coltypes, sizeof(Oid) * size);
 			e->colndistinct = repalloc(e->colndistinct, sizeof(double) * size);
+			e->colnullfrac = repalloc(e->colnullfrac, sizeof(double) * size);
 		}
 		e->coltypes[n] = typid;
 		e->colndistinct[n] = nd;
+		e->colnullfrac[n] = nf;
 		e->colnames[n] = pnstrdup(end + 1, len);
 		n++;
 		p = end + 1 + len;
@@ -256,8 +266,9 @@ fetch_sizes(CjTable *t)
 									"SELECT s.i, c.reltuples, c.relpages, "
 									"COALESCE(pg_catalog.pg_stat_get_live_tuples(c.oid), -1), "
 									"(SELECT pg_catalog.string_agg(a.atttypid::pg_catalog.text || ':' || "
-									"COALESCE((SELECT st.n_distinct FROM pg_catalog.pg_stats st WHERE st.schemaname = n.nspname "
-									"AND st.tablename = c.relname AND st.attname = a.attname AND NOT st.inherited), 0)::pg_catalog.text || ':' || "
+									"COALESCE((SELECT st.n_distinct::pg_catalog.text || ':' || st.null_frac::pg_catalog.text "
+									"FROM pg_catalog.pg_stats st WHERE st.schemaname = n.nspname "
+									"AND st.tablename = c.relname AND st.attname = a.attname AND NOT st.inherited), '0:0') || ':' || "
 									"pg_catalog.octet_length(a.attname::pg_catalog.text) || ':' || a.attname, '' ORDER BY a.attnum) "
 									"FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) "
 									"FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
@@ -452,6 +463,23 @@ cj_leaf_remote_ndistinct(Oid leaf, const char *colname, double *ndistinct)
 	if (nd <= 0)
 		return false;
 	*ndistinct = nd;
+	return true;
+}
+
+/*
+ * cj_leaf_remote_nullfrac
+ *		The fraction of NULLs in column colname of leaf's remote table by its
+ *		node's statistics; false when the node has none.
+ */
+bool
+cj_leaf_remote_nullfrac(Oid leaf, const char *colname, double *nullfrac)
+{
+	SizeEntry  *e;
+	int			i = remote_column(leaf, colname, &e);
+
+	if (i < 0 || e->colndistinct[i] == 0)
+		return false;
+	*nullfrac = e->colnullfrac[i];
 	return true;
 }
 

@@ -31,6 +31,9 @@ extern bool cj_leaf_remote_ndistinct(Oid leaf, const char *colname,
 									 double *ndistinct);
 
 /* pg_class.reltuples of relid: -1 when never counted */
+extern bool cj_leaf_remote_nullfrac(Oid leaf, const char *colname,
+									double *nullfrac);
+
 extern float4 cj_rel_reltuples(Oid relid);
 
 /* forget every cached size (refresh_statistics) */

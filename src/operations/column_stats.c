@@ -1,0 +1,315 @@
+/*-------------------------------------------------------------------------
+ *
+ * column_stats.c
+ *	  Column statistics of sharded tables nobody ANALYZEd, made from their
+ *	  nodes' own, so that the planner's estimate of a join's rows follows
+ *	  the data.
+ *
+ *	  Without statistics PostgreSQL assumes 200 distinct values in every
+ *	  column: customer JOIN orders ON c_custkey = o_custkey then looks 400
+ *	  times larger than it is, every join above it larger still, and both
+ *	  PostgreSQL and colojoin choose plans for rows that never come.  The
+ *	  nodes have counted: size_cache.c reads each leaf's pg_stats
+ *	  n_distinct and null_frac with its size.  get_relation_stats_hook
+ *	  hands the planner, for a column of a sharded table (or of one of its
+ *	  foreign leaves) that has no pg_statistic row of its own, a row
+ *	  carrying only the null fraction and the number of distinct values:
+ *	  no most common values, no histogram, nothing a value could leak
+ *	  through.
+ *
+ *	  Over the whole table: a partition key's values are disjoint between
+ *	  partitions, so their counts add up.  Another column's leaves draw
+ *	  from one domain; a leaf of n rows showing d distinct values is what
+ *	  n draws from D equally likely values give, d = D (1 - e^(-n/D)),
+ *	  which is solved for D and applied to the table's N rows.  A column
+ *	  distinct within every leaf is taken as distinct over the table.
+ *
+ *	  Only while colojoin is enabled and reads remote sizes; ANALYZE's
+ *	  statistics always win.  This file estimates; it plans nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_statistic.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/selfuncs.h"
+#include "utils/syscache.h"
+
+#include "metadata/metadata.h"
+#include "operations/column_stats.h"
+#include "operations/size_cache.h"
+#include "util/extension.h"
+#include "util/settings.h"
+
+static get_relation_stats_hook_type prev_relation_stats = NULL;
+static TupleDesc statistic_desc = NULL;
+
+/* what one leaf's node says of a column */
+typedef struct LeafColumn
+{
+	double		rows;
+	double		ndistinct;		/* absolute */
+	double		nullfrac;
+} LeafColumn;
+
+static bool
+leaf_column(CjLeaf *leaf, AttrNumber top_attno, LeafColumn *lc)
+{
+	double		pages;
+	double		nd;
+
+	if (!leaf->is_foreign || top_attno < 1 || top_attno > leaf->natts ||
+		leaf->remote_colnames[top_attno - 1] == NULL)
+		return false;
+	if (!cj_leaf_remote_size(leaf->relid, &lc->rows, &pages))
+		return false;
+	if (lc->rows <= 0)
+	{
+		lc->ndistinct = 0;
+		lc->nullfrac = 0;
+		return true;			/* empty: adds rows to nothing */
+	}
+	if (!cj_leaf_remote_ndistinct(leaf->relid, leaf->remote_colnames[top_attno - 1], &nd) ||
+		!cj_leaf_remote_nullfrac(leaf->relid, leaf->remote_colnames[top_attno - 1],
+								 &lc->nullfrac))
+		return false;
+	lc->ndistinct = Min(nd, lc->rows);
+	return true;
+}
+
+/*
+ * domain_size
+ *		The D that n draws from D equally likely values leave d distinct:
+ *		d = D (1 - e^(-n/D)) grows with D from about d towards n, so D is
+ *		found by bisection (on a log scale).  d close to n: every value
+ *		distinct, no domain to speak of (-1).
+ */
+static double
+domain_size(double d, double n)
+{
+	double		lo = log(Max(d, 1));
+	double		hi = lo + log(1e9);
+	int			i;
+
+	if (d >= 0.98 * n)
+		return -1;
+	for (i = 0; i < 60; i++)
+	{
+		double		mid = (lo + hi) / 2;
+		double		D = exp(mid);
+
+		if (D * -expm1(-n / D) < d)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return exp((lo + hi) / 2);
+}
+
+/*
+ * table_column
+ *		A column of sharded table t (attno its own) over all its leaves:
+ *		the rows, distinct values and null fraction; false when a live leaf
+ *		is not known.
+ */
+static bool
+table_column(CjTable *t, AttrNumber attno, LeafColumn *out)
+{
+	bool		is_key = t->partnatts == 1 && t->partattrs[0] == attno;
+	double		rows = 0;
+	double		nulls = 0;
+	double		sum_distinct = 0;
+	double		domain = 0;
+	bool		unique = true;
+	int			c;
+	int			l;
+
+	if (!t->all_foreign)
+		return false;
+	for (c = 0; c < t->nclasses; c++)
+		for (l = 0; l < t->classes[c].nleaves; l++)
+		{
+			LeafColumn	lc;
+
+			if (!leaf_column(&t->classes[c].leaves[l], attno, &lc))
+				return false;
+			if (lc.rows <= 0)
+				continue;
+			rows += lc.rows;
+			nulls += lc.rows * lc.nullfrac;
+			sum_distinct += lc.ndistinct;
+			if (!is_key)
+			{
+				double		D = domain_size(lc.ndistinct,
+											lc.rows * (1 - lc.nullfrac));
+
+				if (D >= 0)
+				{
+					unique = false;
+					domain = Max(domain, D);
+				}
+			}
+		}
+	if (rows <= 0)
+		return false;
+	out->rows = rows;
+	out->nullfrac = nulls / rows;
+	if (is_key || unique)
+		out->ndistinct = sum_distinct;
+	else
+	{
+		double		draws = rows - nulls;
+
+		out->ndistinct = Min(domain * -expm1(-draws / domain), sum_distinct);
+	}
+	out->ndistinct = Max(out->ndistinct, 1);
+	return true;
+}
+
+/*
+ * leaf_of
+ *		The metadata of foreign leaf relid of a sharded table, and the
+ *		top-level table's attno of the leaf's column attnum; NULL when relid
+ *		is no such leaf.
+ */
+static CjLeaf *
+leaf_of(Oid relid, AttrNumber attnum, AttrNumber *top_attno)
+{
+	List	   *ancestors;
+	Oid			root;
+	CjTable    *t;
+	char	   *attname;
+	int			c;
+	int			l;
+
+	if (!get_rel_relispartition(relid))
+		return NULL;
+	ancestors = get_partition_ancestors(relid);
+	if (ancestors == NIL)
+		return NULL;
+	root = llast_oid(ancestors);
+	t = cj_get_table(root);
+	attname = get_attname(relid, attnum, true);
+	if (t == NULL || attname == NULL)
+		return NULL;
+	*top_attno = get_attnum(root, attname);
+	for (c = 0; c < t->nclasses; c++)
+		for (l = 0; l < t->classes[c].nleaves; l++)
+			if (t->classes[c].leaves[l].relid == relid)
+				return &t->classes[c].leaves[l];
+	return NULL;
+}
+
+/* heap_freetuple, as VariableStatData's freefunc */
+static void
+free_stats_tuple(HeapTuple tuple)
+{
+	heap_freetuple(tuple);
+}
+
+/*
+ * stats_tuple
+ *		A pg_statistic row of relid's column attnum saying only its null
+ *		fraction and distinct values (negative: a fraction of the rows, as
+ *		ANALYZE writes it when they grow with the table).
+ */
+static HeapTuple
+stats_tuple(Oid relid, AttrNumber attnum, bool inh, const LeafColumn *col)
+{
+	Datum		values[Natts_pg_statistic];
+	bool		nulls[Natts_pg_statistic];
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
+	double		stadistinct = col->ndistinct;
+	int			i;
+
+	if (statistic_desc == NULL)
+	{
+		Relation	rel = table_open(StatisticRelationId, AccessShareLock);
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		statistic_desc = CreateTupleDescCopy(RelationGetDescr(rel));
+		MemoryContextSwitchTo(old);
+		table_close(rel, AccessShareLock);
+	}
+	get_atttypetypmodcoll(relid, attnum, &typid, &typmod, &collid);
+	if (stadistinct > 0.1 * col->rows)
+		stadistinct = -Min(stadistinct / col->rows, 1.0);
+
+	memset(values, 0, sizeof(values));
+	memset(nulls, false, sizeof(nulls));
+	values[Anum_pg_statistic_starelid - 1] = ObjectIdGetDatum(relid);
+	values[Anum_pg_statistic_staattnum - 1] = Int16GetDatum(attnum);
+	values[Anum_pg_statistic_stainherit - 1] = BoolGetDatum(inh);
+	values[Anum_pg_statistic_stanullfrac - 1] = Float4GetDatum((float4) col->nullfrac);
+	values[Anum_pg_statistic_stawidth - 1] = Int32GetDatum(get_typavgwidth(typid, typmod));
+	values[Anum_pg_statistic_stadistinct - 1] = Float4GetDatum((float4) stadistinct);
+	/* no slots: kinds, operators and collations 0, numbers and values NULL */
+	for (i = 0; i < STATISTIC_NUM_SLOTS; i++)
+	{
+		nulls[Anum_pg_statistic_stanumbers1 - 1 + i] = true;
+		nulls[Anum_pg_statistic_stavalues1 - 1 + i] = true;
+	}
+	return heap_form_tuple(statistic_desc, values, nulls);
+}
+
+static bool
+cj_relation_stats(PlannerInfo *root, RangeTblEntry *rte, AttrNumber attnum,
+				  VariableStatData *vardata)
+{
+	LeafColumn	col;
+	bool		known = false;
+
+	if (prev_relation_stats &&
+		prev_relation_stats(root, rte, attnum, vardata))
+		return true;
+	if (rte->rtekind != RTE_RELATION || attnum <= 0 || !colojoin_enable ||
+		colojoin_remote_size_lifetime <= 0 ||
+		(rte->relkind != RELKIND_PARTITIONED_TABLE &&
+		 rte->relkind != RELKIND_FOREIGN_TABLE) ||
+		!colojoin_is_active())
+		return false;
+	/* its own statistics (ANALYZE) win */
+	if (SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(rte->relid),
+							  Int16GetDatum(attnum), BoolGetDatum(rte->inh)))
+		return false;
+
+	if (rte->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		CjTable    *t = cj_get_table(rte->relid);
+
+		known = t != NULL && table_column(t, attnum, &col);
+	}
+	else if (!rte->inh)
+	{
+		AttrNumber	top_attno;
+		CjLeaf	   *leaf = leaf_of(rte->relid, attnum, &top_attno);
+
+		known = leaf != NULL && leaf_column(leaf, top_attno, &col) &&
+			col.rows > 0;
+		if (known)
+			col.ndistinct = Max(col.ndistinct, 1);
+	}
+	if (!known)
+		return false;
+	vardata->statsTuple = stats_tuple(rte->relid, attnum, rte->inh, &col);
+	vardata->freefunc = free_stats_tuple;
+	return true;
+}
+
+void
+cj_column_stats_init(void)
+{
+	prev_relation_stats = get_relation_stats_hook;
+	get_relation_stats_hook = cj_relation_stats;
+}
