@@ -125,6 +125,21 @@ SELECT count(*) AS differ FROM (
 	(SELECT v, pad, count(*), sum(k) FROM big_l GROUP BY v, pad
 	 EXCEPT ALL SELECT v, pad, count(*), sum(k) FROM big GROUP BY v, pad)) d;
 
+-- join estimates follow the nodes' statistics of each column too (their
+-- pg_stats null fraction and distinct values): big.v has 60 values, as
+-- small.k (its partition key, whose values the partitions split), so the
+-- planner expects 30,000 rows of big JOIN small ON s.k = b.v and 15 million
+-- of big JOIN big ON v, where PostgreSQL's 200 values a column would say
+-- 9,000 and 4.5 million; on big's key (distinct in every partition) 30,000
+SELECT est('SELECT * FROM big b JOIN small s ON s.k = b.v') BETWEEN 25000 AND 36000 AS join_on_the_small_key,
+	est('SELECT * FROM big a JOIN big b ON a.v = b.v') BETWEEN 12000000 AND 18000000 AS join_on_a_column,
+	est('SELECT * FROM big a JOIN big b ON a.k = b.k') BETWEEN 25000 AND 36000 AS join_on_the_key;
+-- without the nodes' statistics, PostgreSQL's defaults (10 pages a
+-- partition, 200 values a column)
+SET colojoin.remote_size_lifetime = 0;
+SELECT est('SELECT * FROM big a JOIN big b ON a.k = b.k') AS join_on_the_key_by_default;
+RESET colojoin.remote_size_lifetime;
+
 -- a node that cannot be reached gives no size: the default applies
 ALTER SERVER rs_n3 OPTIONS (SET port '1');
 SELECT est('SELECT * FROM big') > 0 AS still_planned;
