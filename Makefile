@@ -39,6 +39,7 @@ OBJS = \
 	src/operations/column_stats.o \
 	src/plan/aggregates.o \
 	src/plan/combine.o \
+	src/plan/decision_log.o \
 	src/plan/dual_repartition.o \
 	src/plan/group.o \
 	src/plan/hints.o \

@@ -160,6 +160,17 @@ SELECT count(*) FROM a LEFT JOIN b ON a.v = b.w WHERE a.k = b.k OR b.k IS NULL;
 SELECT count(*) FROM a JOIN m4 ON a.k = m4.k;
 -- placement: the same classes on other nodes
 SELECT count(*) FROM a JOIN pl ON a.k = pl.k;
+-- the steps above the tables say why they do not run on the nodes too
+-- (aggregation, DISTINCT, ORDER BY ... LIMIT, windowing), also over one
+-- table; one that does says nothing
+SELECT v, count(*) FROM a GROUP BY ROLLUP (v) ORDER BY 1 LIMIT 1;
+SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY v) FROM a;
+SELECT DISTINCT ON (v) v, k FROM a ORDER BY v, k LIMIT 1;
+SELECT k, rank() OVER (PARTITION BY v ORDER BY k) FROM a ORDER BY 1 LIMIT 1;
+SELECT k, rank() OVER (PARTITION BY k ORDER BY v) FROM a ORDER BY 1 LIMIT 1;
+SELECT a.k, count(*) FROM a JOIN b ON a.k = b.k GROUP BY a.k ORDER BY 2 DESC, 1 LIMIT 1;
+-- and a join with what is not a table of theirs: a subquery's result
+SELECT count(*) FROM a WHERE a.k IN (SELECT b.k FROM b GROUP BY b.k HAVING count(*) > 1);
 -- off again: silence
 SET colojoin.log_decisions = off;
 SELECT count(*) FROM a JOIN m4 ON a.k = m4.k;

@@ -481,7 +481,7 @@ add_combined_path(PlannerInfo *root, RelOptInfo *output_rel, Path *lower,
  * add_grouping_paths
  *		Offer the aggregation shapes this query allows over group g.
  */
-static void
+static const char *
 add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 				   RelOptInfo *output_rel, GroupPathExtraData *extra,
 				   CjJoinGroup *g)
@@ -502,6 +502,8 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	AggClauseCosts agg_costs;
 	bool		hashable = parse->groupClause == NIL ||
 		grouping_is_hashable(parse->groupClause);
+	bool		offered = false;
+	const char *why = NULL;
 
 	group_refs = palloc0(sizeof(Index) * (list_length(target->exprs) + 1));
 	foreach(lc, target->exprs)
@@ -515,9 +517,9 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		}
 	}
 	if (ngroup != list_length(parse->groupClause))
-		return;					/* a grouping column not in the target */
+		return "a grouping column is not in the query's target list";
 	if (!all_shippable(root, group_exprs))
-		return;
+		return "a grouping expression is not one the nodes evaluate alike (built-in and immutable)";
 
 	vars_and_aggs = pull_var_clause((Node *) list_concat(list_copy(target->exprs), having),
 									PVC_INCLUDE_AGGREGATES | PVC_RECURSE_PLACEHOLDERS);
@@ -568,7 +570,8 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 
 		/* unless the moved table can be aggregated before its move, too */
 		if (!cj_pre_aggregation_possible(root, g))
-			return;
+			return NULL;
+		offered = true;
 	}
 
 	/* partial: the nodes aggregate what they can, the coordinator combines */
@@ -618,9 +621,14 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 								  target, final_having, &agg_costs, numgroups,
 								  forced);
 			}
-			return;
+			return NULL;
 		}
+		why = d.failed ?
+			"an aggregate colojoin cannot split into parts the nodes compute (ordered-set, user-defined, string_agg, volatile arguments)" :
+			"an aggregate's argument is not one the nodes evaluate alike (built-in and immutable)";
 	}
+	else
+		why = "a grouping column's type cannot be hashed";
 
 	/*
 	 * Distinct values: with only duplicate-insensitive aggregates, the nodes
@@ -672,7 +680,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 			if (ngroup > 0 && (ordered_aggs || !hashable))
 			{
 				if (root->group_pathkeys == NIL)
-					return;
+					return offered ? NULL : why;
 				lower = (Path *) create_sort_path(root, output_rel, lower,
 												  root->group_pathkeys, -1.0);
 				strategy = AGG_SORTED;
@@ -684,8 +692,10 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 											  strategy, AGGSPLIT_SIMPLE,
 											  parse->groupClause, having,
 											  &agg_costs, numgroups));
+			offered = true;
 		}
 	}
+	return offered ? NULL : why;
 }
 
 /*
@@ -695,7 +705,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
  *		are final; otherwise the nodes remove their duplicates and the
  *		coordinator removes those between nodes.
  */
-static void
+static const char *
 add_distinct_paths(PlannerInfo *root, RelOptInfo *input_rel,
 				   RelOptInfo *distinct_rel, CjJoinGroup *g)
 {
@@ -709,10 +719,14 @@ add_distinct_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	Path	   *lower;
 	double		numgroups = estimated_groups(distinct_rel, 200);
 
-	if (parse->hasDistinctOn || parse->hasAggs || parse->groupClause != NIL ||
-		parse->hasWindowFuncs || parse->hasTargetSRFs ||
-		!grouping_is_hashable(parse->distinctClause))
-		return;
+	if (parse->hasAggs || parse->groupClause != NIL || parse->hasWindowFuncs)
+		return CJ_STEP_NOT_HERE;	/* the step before it decides */
+	if (parse->hasDistinctOn)
+		return "DISTINCT ON runs on the coordinator";
+	if (parse->hasTargetSRFs)
+		return "a set-returning function in the select list";
+	if (!grouping_is_hashable(parse->distinctClause))
+		return "a DISTINCT column's type cannot be hashed";
 	refs = palloc0(sizeof(Index) * (list_length(parse->distinctClause) + 1));
 	foreach(lc, parse->distinctClause)
 	{
@@ -722,9 +736,10 @@ add_distinct_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		refs[n++] = sgc->tleSortGroupRef;
 	}
 	if (!all_shippable(root, exprs))
-		return;
+		return "a DISTINCT expression is not one the nodes evaluate alike (built-in and immutable)";
 
 	spec = cj_make_spec(NULL);
+	spec->stage = UPPERREL_DISTINCT;
 	spec->remote_exprs = exprs;
 	spec->ngroup = n;
 	lower_target = make_target(exprs, refs);
@@ -735,7 +750,7 @@ add_distinct_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		add_path(distinct_rel,
 				 cj_make_upper_path(root, distinct_rel, g, lower_target, spec,
 									numgroups));
-		return;
+		return NULL;
 	}
 	spec->strategy = "distinct values on the nodes";
 	lower = cj_make_upper_path(root, distinct_rel, g, lower_target, spec,
@@ -746,6 +761,7 @@ add_distinct_paths(PlannerInfo *root, RelOptInfo *input_rel,
 									  AGG_HASHED, AGGSPLIT_SIMPLE,
 									  parse->distinctClause, NIL, NULL,
 									  numgroups));
+	return NULL;
 }
 
 static void
@@ -753,6 +769,7 @@ cj_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 			   RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
 {
 	CjJoinGroup *g;
+	const char *why;
 
 	if (prev_upper_paths_hook)
 		prev_upper_paths_hook(root, stage, input_rel, output_rel, extra);
@@ -763,36 +780,31 @@ cj_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 	if (cj_plan_no_custom_paths)
 		return;
 	if (!colojoin_enable || !colojoin_enable_colocated_join ||
-		!colojoin_enable_aggregate_pushdown)
+		!colojoin_enable_aggregate_pushdown || !colojoin_is_active())
 		return;
 	if (stage == UPPERREL_WINDOW)
-	{
-		if (colojoin_is_active())
-			cj_add_window_paths(root, input_rel, output_rel);
-		return;
-	}
-	if (stage == UPPERREL_ORDERED)
-	{
-		if (colojoin_is_active())
-			cj_add_ordered_paths(root, input_rel, output_rel);
-		return;
-	}
-	if (input_rel->reloptkind != RELOPT_BASEREL &&
-		input_rel->reloptkind != RELOPT_JOINREL)
-		return;
-	if (root->parse->groupingSets != NIL || root->parse->hasTargetSRFs ||
-		output_rel->reloptkind != RELOPT_UPPER_REL)
-		return;
-	if (!colojoin_is_active())
-		return;
-	g = cj_group_for_input(root, input_rel);
-	if (g == NULL || cj_group_has_local_quals(g))
-		return;
-	if (stage == UPPERREL_DISTINCT)
-		add_distinct_paths(root, input_rel, output_rel, g);
+		why = cj_add_window_paths(root, input_rel, output_rel);
+	else if (stage == UPPERREL_ORDERED)
+		why = cj_add_ordered_paths(root, input_rel, output_rel);
+	else if ((input_rel->reloptkind != RELOPT_BASEREL &&
+			  input_rel->reloptkind != RELOPT_JOINREL) ||
+			 output_rel->reloptkind != RELOPT_UPPER_REL)
+		why = CJ_STEP_NOT_HERE;
+	else if ((g = cj_group_for_input(root, input_rel)) == NULL)
+		why = CJ_STEP_NOT_HERE; /* not colojoin's tables, or the join says why */
+	else if (root->parse->groupingSets != NIL)
+		why = "grouping sets run on the coordinator";
+	else if (root->parse->hasTargetSRFs)
+		why = "a set-returning function in the select list";
+	else if (cj_group_has_local_quals(g))
+		why = "a condition must run on the coordinator first (row security, or a function that is not leakproof)";
+	else if (stage == UPPERREL_DISTINCT)
+		why = add_distinct_paths(root, input_rel, output_rel, g);
 	else
-		add_grouping_paths(root, input_rel, output_rel,
-						   (GroupPathExtraData *) extra, g);
+		why = add_grouping_paths(root, input_rel, output_rel,
+								 (GroupPathExtraData *) extra, g);
+	if (why != CJ_STEP_NOT_HERE)
+		cj_note_step(root, stage, input_rel, output_rel, why);
 }
 
 /*

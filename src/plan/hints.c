@@ -576,11 +576,18 @@ cj_set_statement_hints(CjHintSet *hints)
 char *
 cj_joinrel_names(PlannerInfo *root, RelOptInfo *rel)
 {
+	return cj_relids_names(root, rel->relids);
+}
+
+/* the aliases of relids, comma-separated */
+char *
+cj_relids_names(PlannerInfo *root, Relids relids)
+{
 	StringInfoData buf;
 	int			i = -1;
 
 	initStringInfo(&buf);
-	while ((i = bms_next_member(rel->relids, i)) >= 0)
+	while ((i = bms_next_member(relids, i)) >= 0)
 	{
 		RangeTblEntry *rte;
 

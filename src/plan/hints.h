@@ -65,6 +65,7 @@ extern CjHint *cj_hint_trust_colocation(CjHintSet *set);
 extern CjHintSet *cj_set_statement_hints(CjHintSet *hints);
 extern CjHintSet *cj_statement_hints(void);
 extern char *cj_joinrel_names(PlannerInfo *root, RelOptInfo *rel);
+extern char *cj_relids_names(PlannerInfo *root, Relids relids);
 extern bool cj_hint_covers(PlannerInfo *root, CjHint *hint, Relids relids,
 						   bool exact);
 extern CjHint *cj_find_hint(PlannerInfo *root, Relids relids, bool exact,

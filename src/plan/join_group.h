@@ -23,6 +23,7 @@ typedef struct CjUpperSpec
 	List	   *having;			/* remote HAVING, implicit AND (Aggrefs) */
 	List	   *local_quals;	/* run on the coordinator over the result */
 	const char *strategy;		/* for EXPLAIN: what each task computes */
+	UpperRelationKind stage;	/* the last step it does (the decision log) */
 
 	/* ORDER BY / LIMIT of each task; the coordinator merges */
 	List	   *order_exprs;	/* Expr */
@@ -96,12 +97,27 @@ extern bool cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g,
 							 CjUpperSpec **pspec, Cost *extra_cost,
 							 bool *forced);
 
+/*
+ * decision_log.c: what colojoin.log_decisions reports.  A step's function
+ * returns NULL when it offered a path, else why not, or CJ_STEP_NOT_HERE
+ * when the step is none of its business (no LIMIT, not colojoin's tables).
+ */
+extern const char cj_step_not_here[];
+#define CJ_STEP_NOT_HERE cj_step_not_here
+extern List *cj_step_notes;
+extern void cj_note_step(PlannerInfo *root, UpperRelationKind stage,
+						 RelOptInfo *input_rel, RelOptInfo *output_rel,
+						 const char *reason);
+extern void cj_note_chosen(PlannerInfo *root, RelOptInfo *rel,
+						   CjJoinGroup *g, CjUpperSpec *spec);
+extern void cj_log_decisions(void);
+
 /* window functions computed in the tasks, for the window relation (windows.c) */
-extern void cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,
+extern const char *cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,
 								RelOptInfo *window_rel);
 
 /* ORDER BY ... LIMIT paths for the ordered relation (ordering.c) */
-extern void cj_add_ordered_paths(PlannerInfo *root, RelOptInfo *input_rel,
+extern const char *cj_add_ordered_paths(PlannerInfo *root, RelOptInfo *input_rel,
 								 RelOptInfo *ordered_rel);
 
 /*

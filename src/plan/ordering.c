@@ -48,7 +48,7 @@ constant_limit(Query *parse)
 	return n;
 }
 
-void
+const char *
 cj_add_ordered_paths(PlannerInfo *root, RelOptInfo *input_rel,
 					 RelOptInfo *ordered_rel)
 {
@@ -65,30 +65,36 @@ cj_add_ordered_paths(PlannerInfo *root, RelOptInfo *input_rel,
 
 	/* only a limit makes per-task ordering worth it */
 	if (parse->sortClause == NIL || limit <= 0 || root->sort_pathkeys == NIL ||
-		target == NULL ||
-		parse->hasWindowFuncs || parse->distinctClause != NIL ||
+		target == NULL)
+		return CJ_STEP_NOT_HERE;
+	if (parse->hasWindowFuncs || parse->distinctClause != NIL ||
 		parse->hasTargetSRFs)
-		return;
+		return "each task orders and limits rows only without window functions, DISTINCT or set-returning functions";
 
 	if (input_rel->reloptkind == RELOPT_UPPER_REL)
 	{
 		/* over an aggregation: only one computed whole on the nodes */
 		base = cj_recall_upper(input_rel, &g);
 		if (base == NULL)
-			return;
+			return "the aggregate below is not computed whole on the nodes";
 		spec = cj_make_spec(psprintf("%s, ordered and limited", base->strategy));
 		spec->remote_exprs = base->remote_exprs;
 		spec->ngroup = base->ngroup;
 		spec->having = base->having;
 		spec->local_quals = base->local_quals;
 		if (spec->local_quals != NIL)
-			return;				/* a local HAVING must filter before the limit */
+			return "a HAVING condition must run on the coordinator before the limit";
 	}
 	else
 	{
+		if (input_rel->reloptkind != RELOPT_BASEREL &&
+			input_rel->reloptkind != RELOPT_JOINREL)
+			return CJ_STEP_NOT_HERE;
 		g = cj_group_for_input(root, input_rel);
-		if (g == NULL || cj_group_has_local_quals(g))
-			return;
+		if (g == NULL)
+			return CJ_STEP_NOT_HERE;
+		if (cj_group_has_local_quals(g))
+			return "a condition must run on the coordinator first (row security, or a function that is not leakproof)";
 		spec = cj_make_spec("ordered and limited on the nodes");
 	}
 
@@ -99,17 +105,18 @@ cj_add_ordered_paths(PlannerInfo *root, RelOptInfo *input_rel,
 		TypeCacheEntry *tc;
 
 		if (!cj_is_shippable(root, expr, NULL))
-			return;
+			return "an ORDER BY expression is not one the nodes evaluate alike (built-in and immutable)";
 		/* the node sorts by the type's default order, as here */
 		tc = lookup_type_cache(exprType((Node *) expr),
 							   TYPECACHE_LT_OPR | TYPECACHE_GT_OPR);
 		if (sgc->sortop != tc->lt_opr && sgc->sortop != tc->gt_opr)
-			return;
+			return "an ORDER BY with an operator other than its type's default order";
 		spec->order_exprs = lappend(spec->order_exprs, expr);
 		spec->order_ops = lappend_oid(spec->order_ops, sgc->sortop);
 		spec->order_nulls_first = lappend_int(spec->order_nulls_first, sgc->nulls_first);
 	}
 	spec->limit = limit;
+	spec->stage = UPPERREL_ORDERED;
 	spec->with_ties = (parse->limitOption == LIMIT_OPTION_WITH_TIES);
 
 	rows = Min(input_rel->rows, limit * Max(cj_group_ntasks(g), 1));
@@ -117,4 +124,5 @@ cj_add_ordered_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	path = (Path *) create_sort_path(root, ordered_rel, path, root->sort_pathkeys,
 									 spec->with_ties ? -1.0 : limit);
 	add_path(ordered_rel, path);
+	return NULL;
 }

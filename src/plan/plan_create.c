@@ -246,6 +246,7 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 	else if ((g = cj_group_of_rel(rel)) == NULL)
 		elog(ERROR, "colojoin: no plan information for a colocated join path");
+	cj_note_chosen(root, rel, g, spec);
 
 	if (spec && spec->remote_exprs != NIL)
 	{

@@ -666,6 +666,21 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	{
 		if (force == NULL)
 			force = move_hint;
+		if (colojoin_log_decisions && enabled &&
+			(is_group_input(root, outerrel) || is_group_input(root, innerrel)))
+		{
+			/* the decision log says what kept the join from the nodes */
+			RelOptInfo *bad = is_group_input(root, outerrel) ? innerrel : outerrel;
+
+			attempt = cj_get_attempt(joinrel);
+			if (attempt->names == NULL)
+				attempt->names = cj_joinrel_names(root, joinrel);
+			if (attempt->group == NULL && attempt->reasons == NIL)
+				attempt->reasons = lappend(attempt->reasons,
+										   makeString(psprintf("%s %s is not a sharded table, a table to broadcast or a join of them",
+															   bad->reloptkind == RELOPT_BASEREL ? "relation" : "join",
+															   cj_joinrel_names(root, bad))));
+		}
 		if (force)
 		{
 			RelOptInfo *bad = is_group_input(root, outerrel) ? innerrel : outerrel;
@@ -882,40 +897,6 @@ check_forcing_hints(CjHintSet *hints)
 	}
 }
 
-/*
- * Report, once per join relation, why colojoin did not take it: only at the
- * end of planning do we know that no way of building it succeeded.
- */
-static void
-log_decisions(List *attempts)
-{
-	ListCell   *lc;
-
-	foreach(lc, attempts)
-	{
-		CjJoinAttempt *a = lfirst(lc);
-		StringInfoData buf;
-		ListCell   *lr;
-
-		if (a->reasons == NIL || (a->group != NULL && a->group->move_text == NULL))
-			continue;
-		initStringInfo(&buf);
-		foreach(lr, a->reasons)
-			appendStringInfo(&buf, "%s%s", buf.len ? "; " : "", strVal(lfirst(lr)));
-		buf.data[0] = pg_toupper((unsigned char) buf.data[0]);
-		if (a->group != NULL)
-			ereport(NOTICE,
-					(errmsg("colojoin: join of %s is not colocated; %s instead",
-							a->names, a->group->move_text),
-					 errdetail("%s.", buf.data)));
-		else
-			ereport(NOTICE,
-					(errmsg("colojoin: join of %s is not colocated",
-							a->names),
-					 errdetail("%s.", buf.data)));
-	}
-}
-
 /* the planning colojoin's own hook wraps */
 static PlannedStmt *
 plan_usual(Query *parse, const char *query_string, int cursorOptions,
@@ -932,10 +913,12 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 		   ParamListInfo boundParams)
 {
 	List	   *saved = cj_attempts;
+	List	   *saved_steps = cj_step_notes;
 	CjHintSet  *saved_hints = cj_set_statement_hints(NULL);
 	PlannedStmt *result = NULL;
 
 	cj_attempts = NIL;
+	cj_step_notes = NIL;
 	PG_TRY();
 	{
 		if (query_string != NULL && strstr(query_string, "/*+") != NULL &&
@@ -958,11 +941,12 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 								boundParams);
 		check_forcing_hints(cj_statement_hints());
 		if (colojoin_log_decisions)
-			log_decisions(cj_attempts);
+			cj_log_decisions();
 	}
 	PG_FINALLY();
 	{
 		cj_attempts = saved;
+		cj_step_notes = saved_steps;
 		cj_set_statement_hints(saved_hints);
 	}
 	PG_END_TRY();

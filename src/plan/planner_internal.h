@@ -207,6 +207,7 @@ typedef struct CjJoinAttempt
 	Relids		split;			/* one input of the join that built group */
 	Cost		cost;			/* the total cost of group's path */
 	bool		forced;			/* a hint asked for group */
+	bool		chosen;			/* in the plan, alone or in a larger group */
 	List	   *reasons;		/* why the failed attempts failed */
 	char	   *names;			/* its tables, for the decision log */
 	CjUpperSpec *upper;			/* for a grouped relation: full pushdown */

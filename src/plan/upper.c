@@ -112,6 +112,7 @@ cj_make_spec(const char *strategy)
 
 	spec->strategy = strategy;
 	spec->limit = -1;
+	spec->stage = UPPERREL_GROUP_AGG;
 	return spec;
 }
 

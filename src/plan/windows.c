@@ -45,7 +45,7 @@ collect_window_funcs(Node *node, List **funcs)
  *		and the group no condition the coordinator must apply (a window sees
  *		the rows after every filter).
  */
-void
+const char *
 cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,
 					RelOptInfo *window_rel)
 {
@@ -59,21 +59,25 @@ cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	ListCell   *lc;
 	ListCell   *lp;
 
-	if (parse->hasAggs || parse->groupClause != NIL || parse->groupingSets != NIL ||
-		parse->hasTargetSRFs || target == NULL)
-		return;
-	if (input_rel->reloptkind != RELOPT_BASEREL &&
-		input_rel->reloptkind != RELOPT_JOINREL)
-		return;
+	if (target == NULL ||
+		(input_rel->reloptkind != RELOPT_BASEREL &&
+		 input_rel->reloptkind != RELOPT_JOINREL))
+		return CJ_STEP_NOT_HERE;
+	if (parse->hasAggs || parse->groupClause != NIL || parse->groupingSets != NIL)
+		return "windows over aggregated rows run on the coordinator";
+	if (parse->hasTargetSRFs)
+		return "a set-returning function in the select list";
 	g = cj_group_for_input(root, input_rel);
-	if (g == NULL || cj_group_has_local_quals(g))
-		return;
+	if (g == NULL)
+		return CJ_STEP_NOT_HERE;
+	if (cj_group_has_local_quals(g))
+		return "a condition must run on the coordinator first (row security, or a function that is not leakproof)";
 
 	/* every window used partitions by a key: its partitions stay in a task */
 	foreach(lc, target->exprs)
 		collect_window_funcs(lfirst(lc), &funcs);
 	if (funcs == NIL)
-		return;
+		return CJ_STEP_NOT_HERE;
 	foreach(lc, funcs)
 		windows_used = list_append_unique_int(windows_used,
 											  (int) ((WindowFunc *) lfirst(lc))->winref);
@@ -89,15 +93,16 @@ cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,
 								get_sortgroupclause_expr(lfirst_node(SortGroupClause, lp),
 														 root->processed_tlist));
 		if (!cj_group_groups_by_key(g, partition))
-			return;
+			return "a window is not partitioned by the partition key of a table every row comes from";
 	}
 
 	/* and the nodes can compute all of the select list */
 	foreach(lc, target->exprs)
 		if (!cj_is_shippable_window(root, (Expr *) lfirst(lc)))
-			return;
+			return "the select list has a window function or expression the nodes do not evaluate alike";
 
 	spec = cj_make_spec("windows computed on the nodes");
+	spec->stage = UPPERREL_WINDOW;
 	spec->remote_exprs = list_copy(target->exprs);
 
 	/*
@@ -121,7 +126,7 @@ cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,
 				collect_window_funcs(lfirst(lr), &inner);
 				foreach(lp, inner)
 					if (!list_member(spec->remote_exprs, lfirst(lp)))
-						return;
+						return "a window's run condition reads a window function not in the select list";
 				spec->local_quals = lappend(spec->local_quals, copyObject(lfirst(lr)));
 			}
 		}
@@ -129,4 +134,5 @@ cj_add_window_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	add_path(window_rel,
 			 cj_make_upper_path(root, window_rel, g, target, spec,
 								Max(input_rel->rows, 1)));
+	return NULL;
 }
