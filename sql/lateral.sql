@@ -238,12 +238,81 @@ SELECT count(*) AS colocated_lines FROM cj_lat.explain_lines('EXECUTE lat(2, 2)'
 RESET plan_cache_mode;
 DEALLOCATE ALL;
 
+--
+-- Subqueries that are not LATERAL, joined on a key they group by (an IN or
+-- EXISTS over an aggregate, a CTE PostgreSQL inlines, a derived table):
+-- each of their rows comes from one partition class, so the tasks run
+-- them over their class's partitions like a LATERAL subquery.
+--
+CREATE FUNCTION cj_lat.check_subquery(query text, OUT same boolean, OUT nrows int,
+									  OUT in_tasks boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+	plan text := '';
+	line text;
+	s text[];
+BEGIN
+	PERFORM set_config('search_path', 'cj_lat_s, public', true);
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		plan := plan || line || E'\n';
+	END LOOP;
+	s := rows_of(query, 'cj_lat_s');
+	same := s = rows_of(query, 'cj_lat_l');
+	nrows := cardinality(s);
+	in_tasks := plan LIKE '%with subquery%' AND
+		plan !~ '(Nested Loop|Hash Join|Merge Join|Subquery Scan|Foreign Scan|Hash Semi|Hash Anti)' AND
+		(length(plan) - length(replace(plan, 'ColocatedJoin', ''))) / length('ColocatedJoin') = 1;
+	PERFORM set_config('search_path', 'public', true);
+END
+$$;
+
+SELECT q, (cj_lat.check_subquery(q)).* FROM (VALUES
+	-- IN over an aggregate grouped by the key (PostgreSQL may make it an
+	-- inner join of the unique keys), with and without more conditions
+	('SELECT o.ok, o.od FROM o WHERE o.ok IN (SELECT lk FROM li GROUP BY lk HAVING sum(lq) > 8)'),
+	('SELECT count(*), sum(o.oc) FROM o WHERE o.ok IN (SELECT lk FROM li WHERE lq > 1 GROUP BY lk HAVING count(*) >= 2) AND o.oc < 4'),
+	-- EXISTS and NOT EXISTS over DISTINCT and grouped subqueries
+	('SELECT o.ok FROM o WHERE EXISTS (SELECT FROM (SELECT DISTINCT lk FROM li WHERE lq > 3) d WHERE d.lk = o.ok)'),
+	('SELECT o.ok FROM o WHERE NOT EXISTS (SELECT FROM (SELECT lk, max(ls) AS last FROM li GROUP BY lk) d WHERE d.lk = o.ok AND d.last > o.od)'),
+	-- a CTE PostgreSQL inlines, joined on its grouping key; left joined
+	('WITH t AS (SELECT lk, count(*) AS n, sum(lq) AS q FROM li GROUP BY lk) SELECT o.ok, t.n, t.q FROM o JOIN t ON t.lk = o.ok'),
+	('WITH t AS (SELECT lk, count(*) AS n FROM li GROUP BY lk) SELECT o.ok, t.n FROM o LEFT JOIN t ON t.lk = o.ok AND t.n > 1'),
+	-- grouped by the key and another column; the subquery written first
+	('SELECT o.ok, t.lq, t.n FROM (SELECT lk, lq, count(*) AS n FROM li GROUP BY lk, lq) t JOIN o ON o.ok = t.lk'),
+	-- over a colocated join of its own, and a third table joined outside
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li JOIN "Ship Log" s ON s."OrdKey" = li.lk GROUP BY lk) t ON t.lk = o.ok'),
+	('SELECT o.ok, t.n, s."Qty" FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok JOIN "Ship Log" s ON s."OrdKey" = o.ok'),
+	-- aggregated over the join, grouped by a column of the outer table
+	('SELECT o.oc, count(*), sum(t.q) FROM o JOIN (SELECT lk, sum(lq) AS q FROM li GROUP BY lk) t ON t.lk = o.ok GROUP BY o.oc'),
+	-- range partitions with empty and missing ranges
+	('SELECT rng_o.k, t.n FROM rng_o JOIN (SELECT k, count(*) AS n FROM rng_l GROUP BY k) t ON t.k = rng_o.k'),
+	-- pruned classes
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.ok IN (3, 14, 40)')
+) v(q);
+
+-- not grouped by the key, limited over all partitions, or preserved by an
+-- outer join: PostgreSQL's plan, still right, and the decision log says why
+SELECT q, (cj_lat.check_subquery(q)).same FROM (VALUES
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lq, count(*) AS n FROM li GROUP BY lq) t ON t.lq = o.ok'),
+	('SELECT o.ok FROM o WHERE o.ok IN (SELECT lk FROM li ORDER BY ls LIMIT 5)'),
+	('SELECT t.lk, o.ok FROM (SELECT lk, count(*) AS n FROM li GROUP BY lk) t LEFT JOIN o ON o.ok = t.lk'),
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE t.n > 1')
+) v(q);
+SET colojoin.log_decisions = on;
+SELECT count(*) FROM o JOIN (SELECT lq, count(*) AS n FROM li GROUP BY lq) t ON t.lq = o.ok;
+SELECT count(*) FROM o WHERE o.ok IN (SELECT lk FROM li ORDER BY ls LIMIT 5);
+RESET colojoin.log_decisions;
+-- one scan, the subquery in each task's SQL
+SELECT regexp_replace(l, '_p?[0-9]+', '_N', 'g') FROM cj_lat.explain_lines('SELECT o.ok FROM o WHERE o.ok IN (SELECT lk FROM li GROUP BY lk HAVING sum(lq) > 8)') l
+WHERE l ~ '(Custom Scan|Strategy|Remote SQL)' LIMIT 3;
+
 -- the subquery's tables are permission-checked like any other
 CREATE ROLE cj_lat_reader;
 GRANT USAGE ON SCHEMA cj_lat_s TO cj_lat_reader;
 GRANT SELECT ON cj_lat_s.o TO cj_lat_reader;
 SET ROLE cj_lat_reader;
 SELECT o.ok, x.ls FROM o CROSS JOIN LATERAL (SELECT ls FROM li WHERE li.lk = o.ok ORDER BY ls DESC LIMIT 1) x;
+SELECT o.ok FROM o WHERE o.ok IN (SELECT lk FROM li GROUP BY lk HAVING sum(lq) > 8);
 RESET ROLE;
 RESET search_path;
 

@@ -124,6 +124,8 @@ cj_note_chosen(PlannerInfo *root, RelOptInfo *rel, CjJoinGroup *g,
 
 	if (!colojoin_log_decisions)
 		return;
+	if (g->rel != NULL)
+		relids = bms_copy(g->rel->relids);
 	foreach(lc, g->rels)
 		relids = bms_add_member(relids, ((CjBaseRel *) lfirst(lc))->rtindex);
 	foreach(lc, cj_attempts)
@@ -135,14 +137,19 @@ cj_note_chosen(PlannerInfo *root, RelOptInfo *rel, CjJoinGroup *g,
 			 rel_of_root(root, a->joinrel)))
 			a->chosen = true;
 	}
-	if (spec == NULL)
-		return;
 	foreach(lc, cj_step_notes)
 	{
 		CjStepNote *n = lfirst(lc);
+		int			rti = -1;
 
-		if (n->root == root && n->stage <= spec->stage)
+		if (n->root == root && spec != NULL && n->stage <= spec->stage)
 			n->chosen = true;
+		/* a subquery the tasks run: its own planning is not the plan */
+		while ((rti = bms_next_member(relids, rti)) >= 0)
+			if (rti < root->simple_rel_array_size &&
+				root->simple_rel_array[rti] != NULL &&
+				root->simple_rel_array[rti]->subroot == n->root)
+				n->chosen = true;
 	}
 }
 

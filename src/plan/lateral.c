@@ -65,6 +65,8 @@ struct CjLateral
 								 * output columns) */
 	char	   *keys_text;		/* for EXPLAIN: its key equalities */
 	char	   *refs_text;		/* and its reference tables */
+	const char *kind;			/* "LATERAL subquery" or "subquery" */
+	bool		correlated;		/* LATERAL: reads the group's columns */
 };
 
 /* naming inside the subquery: its tables, else the task's own names */
@@ -80,6 +82,63 @@ cj_is_lateral_rel(RelOptInfo *rel)
 {
 	return rel->reloptkind == RELOPT_BASEREL && rel->rtekind == RTE_SUBQUERY &&
 		!bms_is_empty(rel->lateral_relids);
+}
+
+bool
+cj_is_subquery_rel(RelOptInfo *rel)
+{
+	return rel->reloptkind == RELOPT_BASEREL && rel->rtekind == RTE_SUBQUERY;
+}
+
+/*
+ * key_safe_output
+ *		Whether output column expr of subquery q stands for every row it was
+ *		made of: a column of one of its tables that q groups by (or keeps
+ *		DISTINCT), or any column when q neither groups nor aggregates.  A
+ *		join equating such a column with the group's key equates the key
+ *		of each of those rows with it, as a LATERAL subquery's WHERE would.
+ */
+static bool
+key_safe_output(Query *q, TargetEntry *tle)
+{
+	if (!IsA(tle->expr, Var))
+		return false;
+	if (q->groupClause != NIL)
+		return tle->ressortgroupref != 0 &&
+			get_sortgroupref_clause_noerr(tle->ressortgroupref, q->groupClause) != NULL;
+	if (q->distinctClause != NIL)
+		return tle->ressortgroupref != 0 &&
+			get_sortgroupref_clause_noerr(tle->ressortgroupref, q->distinctClause) != NULL;
+	return !q->hasAggs && q->havingQual == NULL;
+}
+
+typedef struct
+{
+	CjLateral  *lat;
+	bool		ok;
+} OutputsContext;
+
+/* a condition of the join with the subquery's columns as its rows' own */
+static Node *
+replace_outputs(Node *node, OutputsContext *cxt)
+{
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Var) && ((Var *) node)->varno == cxt->lat->rtindex &&
+		((Var *) node)->varlevelsup == 0)
+	{
+		Var		   *v = (Var *) node;
+		TargetEntry *tle = v->varattno > 0 ?
+			get_tle_by_resno(cxt->lat->query->targetList, v->varattno) : NULL;
+
+		if (tle == NULL || !key_safe_output(cxt->lat->query, tle))
+		{
+			cxt->ok = false;
+			return node;
+		}
+		return copyObject((Node *) tle->expr);
+	}
+	return expression_tree_mutator(node, replace_outputs, cxt);
 }
 
 /* the top-level conjuncts of a condition, nested ANDs flattened */
@@ -349,8 +408,8 @@ correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
 		if (lt->classes == NULL && !lt->whole)
 		{
 			*reasons = lappend(*reasons,
-							   psprintf("LATERAL subquery %s does not equate the partition key of %s with the key of a table it is joined to",
-										lat->alias, lt->rel->alias));
+							   psprintf("%s %s does not equate the partition key of %s with the key of a table it is joined to",
+										lat->kind, lat->alias, lt->rel->alias));
 			return false;
 		}
 	}
@@ -381,12 +440,17 @@ clauses_default(List *clauses, List *tlist, bool sort)
 /*
  * make_lateral
  *		The leaf for subquery relation rel joined to og, or NULL with a
- *		reason.
+ *		reason.  A subquery that is not LATERAL follows the group's classes
+ *		through join_clauses: those equating a key with an output column
+ *		that is a column of its tables it groups by (key_safe_output) say
+ *		what a LATERAL subquery's WHERE would.
  */
 static CjLateral *
 make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
-			 RelOptInfo *rel, List **reasons)
+			 RelOptInfo *rel, List *join_clauses, List **reasons)
 {
+	const char *kind = cj_is_lateral_rel(rel) ? "LATERAL subquery" : "subquery";
+	List	   *correlation;
 	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
 	Query	   *sq = rte->subquery;
 	CjLateral  *lat;
@@ -407,6 +471,9 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 		why = "does not read only tables";
 	else if (IS_DUMMY_REL(rel))
 		why = "returns no rows";
+	else if (!cj_is_lateral_rel(rel) &&
+			 (sq->limitCount != NULL || sq->limitOffset != NULL))
+		why = "limits its rows over all partitions";
 	else if (may_have_lost_quals(root, rel, sq))
 		why = "has conditions PostgreSQL moved into it";
 	else if (!clauses_default(sq->sortClause, sq->targetList, true) ||
@@ -415,7 +482,7 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 		why = "sorts or groups other than by the types' default order";
 	if (why != NULL)
 	{
-		*reasons = lappend(*reasons, psprintf("LATERAL subquery %s %s",
+		*reasons = lappend(*reasons, psprintf("%s %s %s", kind,
 											  rte->eref->aliasname, why));
 		return NULL;
 	}
@@ -426,6 +493,8 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	lat->offset = list_length(root->parse->rtable);
 	lat->keys_text = "";
 	lat->refs_text = "";
+	lat->kind = kind;
+	lat->correlated = cj_is_lateral_rel(rel);
 	q = copyObject(sq);
 	OffsetVarNodes((Node *) q, lat->offset, 0);
 	IncrementVarSublevelsUp((Node *) q, -1, 1);
@@ -468,8 +537,8 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 			trte->checkAsUser != user)
 		{
 			*reasons = lappend(*reasons,
-							   psprintf("LATERAL subquery %s reads %s, which is not a sharded table it can read in the tasks",
-										lat->alias, trte->eref->aliasname));
+							   psprintf("%s %s reads %s, which is not a sharded table it can read in the tasks",
+										kind, lat->alias, trte->eref->aliasname));
 			return NULL;
 		}
 		lt = palloc0(sizeof(CjLateralTable));
@@ -512,8 +581,8 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 		if (e != NULL && !cj_is_shippable(root, (Expr *) e, NULL))
 		{
 			*reasons = lappend(*reasons,
-							   psprintf("LATERAL subquery %s computes something the nodes cannot",
-										lat->alias));
+							   psprintf("%s %s computes something the nodes cannot",
+										kind, lat->alias));
 			return NULL;
 		}
 		/* the query's columns it reads are the group's */
@@ -535,14 +604,23 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 		if (rinfo->pseudoconstant || !cj_is_shippable(root, rinfo->clause, NULL))
 		{
 			*reasons = lappend(*reasons,
-							   psprintf("a condition on LATERAL subquery %s cannot run on the nodes",
-										lat->alias));
+							   psprintf("a condition on %s %s cannot run on the nodes",
+										kind, lat->alias));
 			return NULL;
 		}
 		lat->quals = lappend(lat->quals, rinfo->clause);
 	}
 
-	if (!correlate(lat, og, conjuncts(q->jointree->quals, NIL), reasons))
+	correlation = conjuncts(q->jointree->quals, NIL);
+	foreach(lc, q->limitCount || q->limitOffset ? NIL : join_clauses)
+	{
+		OutputsContext cxt = {lat, true};
+		Node	   *c = replace_outputs(copyObject(lfirst(lc)), &cxt);
+
+		if (cxt.ok)
+			correlation = lappend(correlation, c);
+	}
+	if (!correlate(lat, og, correlation, reasons))
 		return NULL;
 	return lat;
 }
@@ -550,7 +628,8 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 /*
  * cj_try_lateral_join
  *		See planner_internal.h: the group of a join of a group (outer) and
- *		a LATERAL subquery (inner, of an inner or left join), or NULL.
+ *		a subquery (inner): a LATERAL one of an inner or left join, another
+ *		of an inner, left, semi or anti join; or NULL.
  */
 CjJoinGroup *
 cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
@@ -565,8 +644,10 @@ cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 	CjJoinTree *t;
 	List	   *joinquals = NIL;
 	List	   *otherquals = NIL;
+	List	   *clauses = NIL;
+	ListCell   *lc;
 
-	if (cj_is_lateral_rel(outerrel) &&
+	if (cj_is_subquery_rel(outerrel) && !cj_is_subquery_rel(innerrel) &&
 		(jointype == JOIN_INNER || jointype == JOIN_RIGHT))
 	{
 		RelOptInfo *tmp = outerrel;
@@ -575,9 +656,19 @@ cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 		innerrel = tmp;
 		jointype = (jointype == JOIN_RIGHT) ? JOIN_LEFT : JOIN_INNER;
 	}
-	if ((jointype != JOIN_INNER && jointype != JOIN_LEFT) ||
-		!cj_is_lateral_rel(innerrel) || cj_is_lateral_rel(outerrel))
+	if (!cj_is_subquery_rel(innerrel) || cj_is_subquery_rel(outerrel))
 		return NULL;
+	if (jointype != JOIN_INNER && jointype != JOIN_LEFT &&
+		(cj_is_lateral_rel(innerrel) ||
+		 (jointype != JOIN_SEMI && jointype != JOIN_ANTI)))
+	{
+		/* the unique-ified semi joins come again as the semi join */
+		if (jointype != JOIN_UNIQUE_INNER && jointype != JOIN_UNIQUE_OUTER)
+			*reasons = lappend(*reasons,
+							   psprintf("subquery %s is preserved by an outer join",
+										planner_rt_fetch(innerrel->relid, root)->eref->aliasname));
+		return NULL;
+	}
 	if (!bms_is_subset(innerrel->lateral_relids, outerrel->relids))
 	{
 		*reasons = lappend(*reasons,
@@ -588,7 +679,9 @@ cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 	og = cj_group_for_rel(root, outerrel, reasons);
 	if (og == NULL)
 		return NULL;
-	lat = make_lateral(root, og, outerrel, innerrel, reasons);
+	foreach(lc, extra->restrictlist)
+		clauses = lappend(clauses, lfirst_node(RestrictInfo, lc)->clause);
+	lat = make_lateral(root, og, outerrel, innerrel, clauses, reasons);
 	if (lat == NULL)
 		return NULL;
 	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals,
@@ -613,6 +706,18 @@ cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 		return NULL;
 	g->move_text = og->move_text;
 	return g;
+}
+
+/*
+ * cj_lateral_uncorrelated_rti
+ *		The range table index of the subquery a leaf of a join tree stands
+ *		for when it reads none of the group's columns (a semi or anti join
+ *		may have it inside EXISTS), else 0.
+ */
+Index
+cj_lateral_uncorrelated_rti(CjJoinTree *t)
+{
+	return t->lateral != NULL && !t->lateral->correlated ? t->lateral->rtindex : 0;
 }
 
 bool
@@ -694,7 +799,7 @@ cj_lateral_describe(CjJoinTree *t, StringInfo buf)
 	{
 		CjLateral  *lat = lfirst(lc);
 
-		appendStringInfo(buf, ", with LATERAL %s", lat->alias);
+		appendStringInfo(buf, ", with %s %s", lat->kind, lat->alias);
 		if (*lat->keys_text)
 			appendStringInfo(buf, " on %s", lat->keys_text);
 		if (*lat->refs_text)

@@ -657,8 +657,8 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	 * one a group and the other a table to broadcast to it (a dimension)
 	 * or a LATERAL subquery to run in its tasks (lateral.c).
 	 */
-	lateral = (cj_is_lateral_rel(innerrel) && is_group_input(root, outerrel)) ||
-		(cj_is_lateral_rel(outerrel) && is_group_input(root, innerrel));
+	lateral = (cj_is_subquery_rel(innerrel) && is_group_input(root, outerrel)) ||
+		(cj_is_subquery_rel(outerrel) && is_group_input(root, innerrel));
 	if (!lateral &&
 		!(is_group_input(root, outerrel) && is_group_input(root, innerrel)) &&
 		!(is_group_input(root, outerrel) && cj_is_dimension_rel(root, innerrel)) &&

@@ -266,15 +266,18 @@ extern Path *cj_new_scan_path(RelOptInfo *parent, PathTarget *target,
 							  List *private);
 
 /*
- * lateral.c: LATERAL subqueries correlated on the partition key, run in
- * the tasks as a leaf of the join tree
+ * lateral.c: subqueries that follow the group's classes (LATERAL ones
+ * correlated on the partition key, others joined on a key they group by),
+ * run in the tasks as a leaf of the join tree
  */
 extern bool cj_is_lateral_rel(RelOptInfo *rel);
+extern bool cj_is_subquery_rel(RelOptInfo *rel);
 extern CjJoinGroup *cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 										RelOptInfo *outerrel, RelOptInfo *innerrel,
 										JoinType jointype, JoinPathExtraData *extra,
 										List **reasons);
 extern bool cj_tree_has_lateral(CjJoinTree *t);
+extern Index cj_lateral_uncorrelated_rti(CjJoinTree *t);
 extern List *cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes);
 extern void cj_lateral_describe(CjJoinTree *t, StringInfo buf);
 extern const char *cj_lateral_var_name(CjJoinTree *t, Var *var);

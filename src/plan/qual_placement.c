@@ -240,6 +240,54 @@ tree_tables(CjJoinTree *t)
 	return bms_union(tree_tables(t->outer), tree_tables(t->inner));
 }
 
+/* whether exprs read a column of relation rti */
+static bool
+reads_rti(List *exprs, Index rti)
+{
+	ListCell   *lc;
+
+	foreach(lc, pull_var_clause((Node *) exprs, PVC_RECURSE_PLACEHOLDERS))
+		if (((Var *) lfirst(lc))->varno == rti)
+			return true;
+	return false;
+}
+
+/* whether a condition of t, other than skip's own, reads relation rti */
+static bool
+tree_reads_rti(CjJoinTree *t, CjJoinTree *skip, Index rti)
+{
+	if (t->is_base || t->lateral)
+		return false;
+	if (t != skip &&
+		(reads_rti(t->joinquals, rti) || reads_rti(t->otherquals, rti)))
+		return true;
+	return tree_reads_rti(t->outer, skip, rti) || tree_reads_rti(t->inner, skip, rti);
+}
+
+/*
+ * semi_subqueries_hidden
+ *		A subquery that is the inner side of a semi or anti join is inside
+ *		EXISTS in the remote SQL: false when anything outside that join
+ *		(another condition of the tree, the join's target, the conditions
+ *		the coordinator applies) reads its columns.
+ */
+static bool
+semi_subqueries_hidden(CjJoinGroup *g, CjJoinTree *t, RelOptInfo *joinrel)
+{
+	Index		rti;
+
+	if (t->is_base || t->lateral)
+		return true;
+	if ((t->jointype == JOIN_SEMI || t->jointype == JOIN_ANTI) &&
+		(rti = cj_lateral_uncorrelated_rti(t->inner)) != 0 &&
+		(tree_reads_rti(g->tree, t, rti) ||
+		 reads_rti(joinrel->reltarget->exprs, rti) ||
+		 reads_rti(g->local_quals, rti)))
+		return false;
+	return semi_subqueries_hidden(g, t->outer, joinrel) &&
+		semi_subqueries_hidden(g, t->inner, joinrel);
+}
+
 /*
  * check_semi_refs
  *		The remote SQL writes a semi join as EXISTS (...), so its inner
@@ -261,9 +309,14 @@ check_semi_refs(CjJoinGroup *g, CjJoinTree *t, Bitmapset **hidden)
 		return true;
 	if (!check_semi_refs(g, t->outer, &ho) || !check_semi_refs(g, t->inner, &hi))
 		return false;
-	/* a LATERAL subquery's columns are not tracked: never inside EXISTS */
+	/*
+	 * A LATERAL subquery's columns are not tracked: never inside EXISTS; a
+	 * subquery that is the whole inner side is checked by
+	 * semi_subqueries_hidden.
+	 */
 	if ((t->jointype == JOIN_SEMI || t->jointype == JOIN_ANTI) &&
-		cj_tree_has_lateral(t->inner))
+		cj_tree_has_lateral(t->inner) &&
+		cj_lateral_uncorrelated_rti(t->inner) == 0)
 		return false;
 	if (reads_tables(g, t->joinquals, bms_union(ho, hi)) ||
 		reads_tables(g, t->otherquals, bms_union(ho, hi)))
@@ -295,6 +348,7 @@ cj_check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons)
 	Bitmapset  *hidden;
 
 	if (!check_semi_refs(g, g->tree, &hidden) ||
+		!semi_subqueries_hidden(g, g->tree, joinrel) ||
 		reads_tables(g, joinrel->reltarget->exprs, hidden) ||
 		reads_tables(g, g->local_quals, hidden))
 	{
