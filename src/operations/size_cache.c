@@ -11,7 +11,8 @@
  *	  and tuples from the cache before postgres_fdw estimates its size
  *	  (postgres_fdw would otherwise assume 10 pages).  A miss, or an entry
  *	  older than colojoin.remote_size_lifetime, reads the sizes of every
- *	  leaf of the sharded table at once: one small query per node, on a
+ *	  leaf of the sharded table on the leaf's node at once (a query pruned
+ *	  to one partition asks one node): one small query, on a
  *	  connection of its own outside any remote transaction, that takes no
  *	  lock (the node's own count, pg_class.reltuples, when it made one, else
  *	  its statistics' live rows).  A node that
@@ -229,15 +230,21 @@ set_columns(SizeEntry *e, bool found, const char *list)
 	MemoryContextSwitchTo(old);
 }
 
-/* read the sizes of every foreign leaf of t from its primary's node */
+/*
+ * fetch_sizes
+ *		Read the sizes of t's foreign leaves on serverid (every server when
+ *		invalid) from that node: a query pruned to one partition asks one
+ *		node, not all of them.
+ */
 static void
-fetch_sizes(CjTable *t)
+fetch_sizes(CjTable *t, Oid only_server)
 {
 	List	   *servers = NIL;
 	ListCell   *ls;
 	TimestampTz now = GetCurrentTimestamp();
 
-	servers = cj_primary_servers(t, NIL);
+	servers = OidIsValid(only_server) ? list_make1_oid(only_server) :
+		cj_primary_servers(t, NIL);
 
 	foreach(ls, servers)
 	{
@@ -346,6 +353,21 @@ leaf_entry(Oid leaf)
 	return leaf_size(leaf, llast_oid(ancestors));
 }
 
+/* the server of leaf's primary placement in t, InvalidOid when not found */
+static Oid
+leaf_server(CjTable *t, Oid leaf)
+{
+	int			c,
+				l;
+
+	for (c = 0; c < t->nclasses; c++)
+		for (l = 0; l < t->classes[c].nleaves; l++)
+			if (t->classes[c].leaves[l].relid == leaf &&
+				t->classes[c].leaves[l].nplacements > 0)
+				return t->classes[c].leaves[l].placements[0].serverid;
+	return InvalidOid;
+}
+
 /* the cached size of leaf (a foreign partition of root), fetched if stale */
 static SizeEntry *
 leaf_size(Oid leaf, Oid root)
@@ -374,7 +396,7 @@ leaf_size(Oid leaf, Oid root)
 	t = cj_get_table(root);
 	if (t == NULL)
 		return NULL;
-	fetch_sizes(t);
+	fetch_sizes(t, leaf_server(t, leaf));
 	return hash_search(sizes, &leaf, HASH_FIND, NULL);
 }
 
