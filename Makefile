@@ -36,6 +36,7 @@ OBJS = \
 	src/operations/shard_drop.o \
 	src/operations/shard_views.o \
 	src/operations/size_cache.o \
+	src/operations/shared_sizes.o \
 	src/operations/column_stats.o \
 	src/plan/aggregates.o \
 	src/plan/combine.o \

@@ -145,6 +145,24 @@ ALTER SERVER rs_n3 OPTIONS (SET port '1');
 SELECT est('SELECT * FROM big') > 0 AS still_planned;
 ALTER SERVER rs_n3 OPTIONS (SET port :'node3_port');
 
+-- with colojoin in shared_preload_libraries, the sizes one session read
+-- serve the server's other sessions while they are younger than
+-- colojoin.remote_size_lifetime: a new session plans with them, here with
+-- no node to ask at all
+ALTER SERVER rs_n1 OPTIONS (SET port '1');
+ALTER SERVER rs_n2 OPTIONS (SET port '1');
+ALTER SERVER rs_n3 OPTIONS (SET port '1');
+\c
+SET search_path = rs, public;
+-- (entries older than the lifetime are not taken)
+SET colojoin.remote_size_lifetime = 1;
+SELECT est('SELECT * FROM big') <> 30000 AS stale_sizes_unused;
+RESET colojoin.remote_size_lifetime;
+SELECT est('SELECT * FROM big') AS big_from_another_session;
+ALTER SERVER rs_n1 OPTIONS (SET port :'node1_port');
+ALTER SERVER rs_n2 OPTIONS (SET port :'node2_port');
+ALTER SERVER rs_n3 OPTIONS (SET port :'node3_port');
+
 -- refresh_statistics records the sizes in pg_class, which win from then on
 SELECT colojoin.refresh_statistics('big') AS leaves_recorded;
 SELECT est('SELECT * FROM big') AS big_recorded;

@@ -18,6 +18,7 @@
 #include "exec/executor.h"
 #include "metadata/metadata.h"
 #include "operations/column_stats.h"
+#include "operations/shared_sizes.h"
 #include "operations/size_cache.h"
 #include "plan/join_group.h"
 #include "plan/planner.h"
@@ -196,6 +197,7 @@ _PG_init(void)
 	cj_recovery_worker_init();
 	cj_read_after_write_init();
 	cj_size_cache_init();
+	cj_shared_sizes_init();
 	cj_column_stats_init();
 	cj_copy_from_init();
 	cj_truncate_init();

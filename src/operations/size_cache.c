@@ -45,6 +45,7 @@
 #include "utils/timestamp.h"
 
 #include "metadata/metadata.h"
+#include "operations/shared_sizes.h"
 #include "operations/size_cache.h"
 #include "remote/connection.h"
 #include "util/extension.h"
@@ -164,6 +165,77 @@ cj_primary_servers(CjTable *t, List *servers)
 	return servers;
 }
 
+/* room for size columns in e, after freeing those of a found entry */
+static void
+alloc_columns(SizeEntry *e, bool found, int size)
+{
+	if (found && e->colnames != NULL)
+	{
+		while (e->ncols > 0)
+			pfree(e->colnames[--e->ncols]);
+		pfree(e->colnames);
+		pfree(e->coltypes);
+		pfree(e->colndistinct);
+		pfree(e->colnullfrac);
+	}
+	e->ncols = 0;
+	size = Max(size, 1);
+	e->colnames = MemoryContextAlloc(sizes_cxt, sizeof(char *) * size);
+	e->coltypes = MemoryContextAlloc(sizes_cxt, sizeof(Oid) * size);
+	e->colndistinct = MemoryContextAlloc(sizes_cxt, sizeof(double) * size);
+	e->colnullfrac = MemoryContextAlloc(sizes_cxt, sizeof(double) * size);
+}
+
+/* e as the shared entry of another backend has it */
+static void
+entry_from_shared(SizeEntry *e, bool found, const CjSharedSize *s)
+{
+	int			i;
+
+	alloc_columns(e, found, s->ncols);
+	e->tuples = s->tuples;
+	e->pages = s->pages;
+	e->fetched = s->fetched;
+	for (i = 0; i < s->ncols; i++)
+	{
+		e->colnames[i] = MemoryContextStrdup(sizes_cxt, NameStr(s->cols[i].name));
+		e->coltypes[i] = s->cols[i].type;
+		e->colndistinct[i] = s->cols[i].ndistinct;
+		e->colnullfrac[i] = s->cols[i].nullfrac;
+	}
+	e->ncols = s->ncols;
+}
+
+/* what this backend read of leaf (e), for the others */
+static void
+publish(Oid leaf, SizeEntry *e)
+{
+	CjSharedSize *s;
+	int			i;
+
+	if (e->ncols > CJ_SHARED_SIZE_COLS)
+		return;
+	s = palloc0(sizeof(CjSharedSize));
+	s->tuples = e->tuples;
+	s->pages = e->pages;
+	s->fetched = e->fetched;
+	s->ncols = e->ncols;
+	for (i = 0; i < e->ncols; i++)
+	{
+		if (strlen(e->colnames[i]) >= NAMEDATALEN)
+		{
+			pfree(s);
+			return;
+		}
+		namestrcpy(&s->cols[i].name, e->colnames[i]);
+		s->cols[i].type = e->coltypes[i];
+		s->cols[i].ndistinct = e->colndistinct[i];
+		s->cols[i].nullfrac = e->colnullfrac[i];
+	}
+	cj_shared_size_put(leaf, s);
+	pfree(s);
+}
+
 /*
  * set_columns
  *		e's remote columns from the node's list:
@@ -179,19 +251,7 @@ set_columns(SizeEntry *e, bool found, const char *list)
 	int			n = 0;
 	int			size = 8;
 
-	if (found && e->colnames != NULL)
-	{
-		while (e->ncols > 0)
-			pfree(e->colnames[--e->ncols]);
-		pfree(e->colnames);
-		pfree(e->coltypes);
-		pfree(e->colndistinct);
-		pfree(e->colnullfrac);
-	}
-	e->colnames = palloc(sizeof(char *) * size);
-	e->coltypes = palloc(sizeof(Oid) * size);
-	e->colndistinct = palloc(sizeof(double) * size);
-	e->colnullfrac = palloc(sizeof(double) * size);
+	alloc_columns(e, found, size);
 	while (*p)
 	{
 		char	   *end;
@@ -304,6 +364,7 @@ fetch_sizes(CjTable *t, Oid only_server)
 					e->tuples = strtod(PQgetvalue(res, i, 3), NULL);
 				e->fetched = now;
 				set_columns(e, found, PQgetvalue(res, i, 4));
+				publish(leaf, e);
 			}
 		}
 		PQclear(res);
@@ -393,6 +454,23 @@ leaf_size(Oid leaf, Oid root)
 		!TimestampDifferenceExceeds(e->fetched, GetCurrentTimestamp(),
 									colojoin_remote_size_lifetime))
 		return e;
+	/* another session of this server read it not long ago */
+	{
+		CjSharedSize *s = palloc(sizeof(CjSharedSize));
+
+		if (cj_shared_size_get(leaf, s) &&
+			!TimestampDifferenceExceeds(s->fetched, GetCurrentTimestamp(),
+										colojoin_remote_size_lifetime))
+		{
+			bool		found;
+
+			e = hash_search(sizes, &leaf, HASH_ENTER, &found);
+			entry_from_shared(e, found, s);
+			pfree(s);
+			return e;
+		}
+		pfree(s);
+	}
 	t = cj_get_table(root);
 	if (t == NULL)
 		return NULL;
