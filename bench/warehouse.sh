@@ -5,8 +5,9 @@
 # subqueries, CTEs, window functions, ORDER BY ... LIMIT), each answered by
 # colojoin, by the best native PostgreSQL + postgres_fdw plan, and by the
 # same rows in plain local tables of the coordinator, in one run.  Every
-# answer is checked against the local tables' before anything is timed: the
-# script stops (exit 1), naming the query, when one differs.  Prints a table
+# answer is checked against the local tables' before the query is timed: the
+# script stops (exit 1), naming the query, when one differs (or fails).
+# Prints a table
 # of medians and ratios and writes it to bench/results/warehouse-<stamp>.md
 # (plans, answers and raw timings under bench/results/warehouse-<stamp>/).
 #
@@ -59,7 +60,7 @@
 #                       configuration (default 60): a slower cell runs fewer
 #                       times, at least once ("(n=...)" in the table)
 #   BENCH_TIMEOUT       statement_timeout in seconds of every run (default
-#                       300); a configuration that exceeds it is reported as
+#                       120); a configuration that exceeds it is reported as
 #                       "timeout" for that query and not timed further
 #   BENCH_QUERIES       the queries to run (default all: W01 .. W25)
 #   BENCH_ALLOW_DIFF    queries whose wrong answer (or error) only prints a
@@ -79,7 +80,7 @@ ROOT=$(cd "$BENCH/.." && pwd)
 SCALE=${SCALE:-1}
 REPS=${REPS:-5}
 BENCH_CELL_SECONDS=${BENCH_CELL_SECONDS:-60}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
 BENCH_ALLOW_DIFF=${BENCH_ALLOW_DIFF:-}
 BENCH_EXPLAIN_ANALYZE=${BENCH_EXPLAIN_ANALYZE:-1}
 export CJ_PORT=${CJ_PORT:-23032}
@@ -300,8 +301,7 @@ if [ $reuse = 1 ]; then
 	fi
 	say "reusing the data loaded at SCALE=$SCALE in $CJ_CLUSTER_DIR"
 	"$CLUSTER" restart >/dev/null
-	set_servers tuned # whatever an interrupted run left, then plain
-	set_servers plain
+	set_servers plain # whatever options an interrupted run left
 else
 	bench_fresh_cluster
 	bench_in_memory
@@ -331,6 +331,8 @@ else
 	bench_nodes_analyzed warehouse.sh
 	echo "$SCALE $GEN_VERSION" >"$LOADED_MARK"
 fi
+# the library the servers loaded when they (re)started
+SO_TIME=$(date -u -r "$("$PG_CONFIG" --pkglibdir)/colojoin.so" '+%Y-%m-%d %H:%M:%S UTC' 2>/dev/null || echo '?')
 # the sharded tables: no statistics on the coordinator, parents included
 analyzed=$(q -At -c "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 	WHERE n.nspname = 'public' AND c.relkind IN ('f', 'p')
@@ -348,14 +350,17 @@ done
 
 # --- queries ------------------------------------------------------------------
 
-# query NAME SHAPE <<SQL: the query (made one line), and a short title.  Every
-# query orders its result totally (tie breakers included), so answers
-# compare exactly; numbers are numeric or integer, never float.
-declare -A SQLQ TITLE
+# query NAME TITLE [unordered] <<SQL: the query (made one line) and a short
+# title.  Every query here orders its result totally (tie breakers
+# included), so its answers compare exactly, order included; one marked
+# "unordered" would be compared as sorted lines.  Numbers are numeric or
+# integer, never float.
+declare -A SQLQ TITLE UNORDERED
 ALL_QUERIES=""
 query() {
 	SQLQ[$1]=$(tr '\n\t' '  ' | sed -e 's/  */ /g' -e 's/^ //' -e 's/ $//')
 	TITLE[$1]=$2
+	UNORDERED[$1]=${3:-}
 	ALL_QUERIES="$ALL_QUERIES $1"
 }
 
@@ -582,14 +587,17 @@ run_answer() {
 # under \timing; prints its ms, or "timeout", or "error"
 run_timed() {
 	local cfg=$1 name=$2 warm=$3 out
+	local err="$OUT/raw/$name.$cfg.err"
 	if out=$({ cfg_sql "$cfg"; echo '\o /dev/null'; echo "$warm"; echo '\timing on'; echo "${SQLQ[$name]};"; } |
-		q -At 2>>"$OUT/raw/$name.$cfg.err"); then
+		q -At 2>"$err.last"); then
 		awk '/^Time: / { t = $2 } END { print t }' <<<"$out"
-	elif grep -q 'statement timeout' "$OUT/raw/$name.$cfg.err"; then
+	elif grep -q 'statement timeout' "$err.last"; then
 		echo timeout
 	else
 		echo error
 	fi
+	cat "$err.last" >>"$err"
+	rm -f "$err.last"
 }
 
 # the plans: EXPLAIN VERBOSE of every configuration, EXPLAIN ANALYZE VERBOSE of colojoin's
@@ -597,7 +605,8 @@ save_plans() {
 	local name=$1 cfg
 	for cfg in $CONFIGS; do
 		servers_for "$cfg"
-		{ cfg_sql "$cfg"; echo "EXPLAIN (VERBOSE) ${SQLQ[$name]};"; } | q -At >"$OUT/plans/$name.$cfg.txt" 2>&1 || true
+		{ cfg_sql "$cfg"; echo "SET statement_timeout = 0;"; echo "EXPLAIN (VERBOSE) ${SQLQ[$name]};"; } |
+			q -At >"$OUT/plans/$name.$cfg.txt" 2>&1 || true
 		if [ "$cfg" != colojoin ] && grep -q 'Custom Scan (Colocated' "$OUT/plans/$name.$cfg.txt"; then
 			die "$name: the plan of $cfg has a colojoin scan"
 		fi
@@ -610,11 +619,13 @@ save_plans() {
 }
 
 allowed() { case " $BENCH_ALLOW_DIFF " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
-declare -A WRONG
+declare -A WRONG=() UNCHECKED=()
+N_WRONG=0
 # wrong NAME CFG WHY: a configuration's answer is not the reference's
 wrong() {
 	local name=$1 cfg=$2 why=$3
 	WRONG[$name]="${WRONG[$name]:-}$cfg: $why; "
+	N_WRONG=$((N_WRONG + 1))
 	echo "  $name: $cfg: $why" >&2
 	[ ! -s "$OUT/answers/$name.$cfg.diff" ] || head -20 "$OUT/answers/$name.$cfg.diff" | sed 's/^/    /' >&2
 	if allowed "$name"; then
@@ -635,10 +646,18 @@ wrong() {
 # when local timed out, the first native answer)
 check() {
 	local name=$1 ref="" cfg a b
+	[ "${FIRST[$name.local]}" != error ] ||
+		die "$name fails on the local tables: $(grep -m1 ERROR "$OUT/answers/$name.local.err" || head -1 "$OUT/answers/$name.local.err")"
 	for cfg in local native_c native_b; do
 		case ${FIRST[$name.$cfg]} in timeout | error) ;; *) ref=$cfg && break ;; esac
 	done
-	[ -n "$ref" ] || { echo "  $name: no configuration but colojoin answered: nothing to check against" >&2; return 0; }
+	if [ -z "$ref" ]; then
+		if is_ms "${FIRST[$name.colojoin]}"; then
+			echo "  $name: neither local nor native finished: colojoin's answer is not checked" >&2
+			UNCHECKED[$name]=1
+		fi
+		return 0
+	fi
 	REF[$name]=$ref
 	for cfg in $CONFIGS; do
 		[ "$cfg" != "$ref" ] || continue
@@ -652,6 +671,9 @@ check() {
 		a="$OUT/answers/$name.$ref.txt"
 		b="$OUT/answers/$name.$cfg.txt"
 		cmp -s "$a" "$b" && continue
+		if [ -n "${UNORDERED[$name]}" ]; then
+			[ "$(LC_ALL=C sort "$a" | md5sum)" != "$(LC_ALL=C sort "$b" | md5sum)" ] || continue
+		fi
 		diff -u "$a" "$b" >"$OUT/answers/$name.$cfg.diff" || true
 		if [ "$(LC_ALL=C sort "$a" | md5sum)" = "$(LC_ALL=C sort "$b" | md5sum)" ]; then
 			wrong "$name" "$cfg" "the same rows in another order (the query orders totally)"
@@ -667,10 +689,12 @@ JOIN_NODE='^[[:space:]]*(->[[:space:]]+)?((Hash|Merge)( (Left|Right|Full|Semi|An
 plan_summary() {
 	local name=$1 f="$OUT/plans/$1.colojoin.txt"
 	SCANS[$name]=$(grep -c 'Custom Scan (Colocated' "$f" || true)
+	SCAN_KINDS[$name]="$(grep -c 'Custom Scan (ColocatedJoin)' "$f" || true) ColocatedJoin, $(grep -c 'Custom Scan (ColocatedCombine)' "$f" || true) ColocatedCombine"
 	COORD_JOINS[$name]=$(grep -Ec "$JOIN_NODE" "$f" || true)
 	FDW_SCANS[$name]=$(grep -Ec '^[[:space:]]*(->[[:space:]]+)?Foreign Scan' "$f" || true)
 	SUBPLANS[$name]=$(grep -Ec '^[[:space:]]*(SubPlan|InitPlan)' "$f" || true)
 	STRATEGIES[$name]=$(grep -o 'Strategy: .*' "$f" | sed 's/^Strategy: //' | paste -sd '|' || true)
+	! grep -q '^ERROR' "$f" || STRATEGIES[$name]="EXPLAIN failed: $(grep -m1 '^ERROR' "$f")"
 }
 
 fmt() { awk -v v="$1" 'BEGIN { if (v !~ /^[0-9.]+$/) print v; else if (v >= 100) printf "%.0f\n", v; else printf "%.1f\n", v }'; }
@@ -678,7 +702,7 @@ is_ms() { [[ $1 =~ ^[0-9.]+$ ]]; }
 
 # --- the runs -------------------------------------------------------------------
 
-declare -A FIRST N MED TIMES REF SCANS COORD_JOINS FDW_SCANS SUBPLANS STRATEGIES
+declare -A FIRST N MED TIMES REF SCANS SCAN_KINDS COORD_JOINS FDW_SCANS SUBPLANS STRATEGIES
 uptime >"$OUT/raw/load_before.txt"
 say "queries:$BENCH_QUERIES (REPS=$REPS, BENCH_CELL_SECONDS=$BENCH_CELL_SECONDS, BENCH_TIMEOUT=${BENCH_TIMEOUT}s)"
 for name in $BENCH_QUERIES; do
@@ -732,7 +756,7 @@ for name in $BENCH_QUERIES; do
 		printf '%s\t%s\t%s\t%s\n' "$name" "$cfg" "${FIRST[$name.$cfg]}" "${TIMES[$name.$cfg]}" >>"$OUT/raw/times.tsv"
 		line="$line $cfg $(fmt "${MED[$name.$cfg]}")"
 	done
-	echo " ${line# } ms; colojoin scans ${SCANS[$name]}, joins on coordinator ${COORD_JOINS[$name]} ($(($(date +%s) - t0)) s)"
+	echo " ${line# } ms; colojoin: ${SCAN_KINDS[$name]}, ${COORD_JOINS[$name]} joins on the coordinator${WRONG[$name]:+; WRONG ANSWER} ($(($(date +%s) - t0)) s)"
 done
 set_servers plain
 uptime >"$OUT/raw/load_after.txt"
@@ -744,15 +768,31 @@ cell() { # NAME CFG: the median, with (n=...) when fewer than REPS runs
 	if is_ms "$v"; then
 		v=$(fmt "$v")
 		[ "${N[$1.$2]}" = "$REPS" ] || v="$v (n=${N[$1.$2]})"
+	elif [ "$v" = timeout ]; then
+		v="timeout (> ${BENCH_TIMEOUT} s)"
 	fi
 	echo "$v"
 }
-ratio_of() { if is_ms "$1" && is_ms "$2"; then ratio "$1" "$2"; else echo -; fi; }
+# A / B; a bound when one of them timed out
+ratio_of() {
+	local a=$1 b=$2 limit
+	limit=$(awk -v t="$BENCH_TIMEOUT" 'BEGIN { print t * 1000 }')
+	if is_ms "$a" && is_ms "$b"; then
+		ratio "$a" "$b"
+	elif is_ms "$a" && [ "$b" = timeout ]; then
+		echo "< $(ratio "$a" "$limit")"
+	elif [ "$a" = timeout ] && is_ms "$b"; then
+		echo "> $(ratio "$limit" "$b")"
+	else
+		echo -
+	fi
+}
 {
 	echo "# colojoin decision-support benchmark (bench/warehouse.sh), $(date -u '+%Y-%m-%d %H:%M UTC')"
 	echo
 	echo "Commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') ($(git -C "$ROOT" status --short -- src 2>/dev/null | wc -l) changed files in src/;" \
-		"$([ "${BENCH_SKIP_BUILD:-0}" = 1 ] && echo 'the colojoin installed before the run' || echo 'built and installed by the run'));" \
+		"$([ "${BENCH_SKIP_BUILD:-0}" = 1 ] && echo 'the colojoin installed before the run' || echo 'built and installed by the run')," \
+		"colojoin.so of $SO_TIME);" \
 		"SCALE=$SCALE: $(for t in $TABLES; do printf '%s %s, ' "$t" "${ROWS[$t]}"; done | sed 's/, $//');" \
 		"16 hash partitions on 4 nodes, nation and region reference tables; foreign tables never analyzed."
 	echo "$(nproc) cores; load average before $(sed 's/.*load average: //' "$OUT/raw/load_before.txt"), after $(sed 's/.*load average: //' "$OUT/raw/load_after.txt")."
@@ -772,6 +812,7 @@ ratio_of() { if is_ms "$1" && is_ms "$2"; then ratio "$1" "$2"; else echo -; fi;
 		is_ms "${MED[$name.$best]}" && nb="$nb (${best#native_})"
 		cj=$(cell "$name" colojoin)
 		[ -z "${WRONG[$name]:-}" ] || cj="$cj **WRONG**"
+		[ -z "${UNCHECKED[$name]:-}" ] || cj="$cj (unchecked)"
 		joins=no
 		[ "${COORD_JOINS[$name]}" = 0 ] || joins="yes (${COORD_JOINS[$name]})"
 		echo "| $name ${TITLE[$name]} | $cj | $nb | $(cell "$name" local) |" \
@@ -779,7 +820,7 @@ ratio_of() { if is_ms "$1" && is_ms "$2"; then ratio "$1" "$2"; else echo -; fi;
 			"${SCANS[$name]} | $joins |"
 	done
 	echo
-	echo "Geometric mean of colojoin / native best: $(for name in $BENCH_QUERIES; do
+	echo "Geometric means over the queries where both finished: colojoin / native best $(for name in $BENCH_QUERIES; do
 		b=${MED[$name.native_b]} c=${MED[$name.native_c]} best=$b
 		is_ms "$c" && { ! is_ms "$b" || awk -v b="$b" -v c="$c" 'BEGIN { exit !(c < b) }'; } && best=$c
 		is_ms "${MED[$name.colojoin]}" && is_ms "$best" && echo "${MED[$name.colojoin]} $best"
@@ -788,21 +829,28 @@ ratio_of() { if is_ms "$1" && is_ms "$2"; then ratio "$1" "$2"; else echo -; fi;
 			is_ms "${MED[$name.colojoin]}" && is_ms "${MED[$name.local]}" && echo "${MED[$name.colojoin]} ${MED[$name.local]}"
 		done | awk '{ s += log($1 / $2); n++ } END { if (n) printf "%.2f (%d queries)", exp(s / n), n; else print "-" }')."
 	echo
-	if [ ${#WRONG[@]} -gt 0 ]; then
+	if [ "$N_WRONG" -gt 0 ]; then
 		echo "**Wrong answers** (allowed by BENCH_ALLOW_DIFF=\"$BENCH_ALLOW_DIFF\"; diffs in bench/results/warehouse-$STAMP/answers/):"
 		echo
 		for name in $BENCH_QUERIES; do
-			[ -z "${WRONG[$name]:-}" ] || echo "- $name: ${WRONG[$name]% }"
+			[ -z "${WRONG[$name]:-}" ] || echo "- $name: ${WRONG[$name]%; }"
 		done
 	else
 		echo "Answers: every configuration that finished gave the reference's answer (the local tables', exact)."
+	fi
+	others=$(for name in $BENCH_QUERIES; do
+		[ -z "${REF[$name]:-}" ] || [ "${REF[$name]}" = local ] || printf '%s (against %s), ' "$name" "${REF[$name]}"
+		[ -z "${UNCHECKED[$name]:-}" ] || printf '%s (unchecked: nothing else finished), ' "$name"
+	done | sed 's/, $//')
+	if [ -n "$others" ]; then
+		echo "Not checked against the local tables (local did not finish): $others."
 	fi
 	echo
 	echo "colojoin's plans (bench/results/warehouse-$STAMP/plans/): Colocated scans, join nodes left on the coordinator,"
 	echo "postgres_fdw Foreign Scans outside colojoin's scans, SubPlans/InitPlans, and the Strategy lines:"
 	echo
 	for name in $BENCH_QUERIES; do
-		echo "- $name: ${SCANS[$name]} Colocated, ${COORD_JOINS[$name]} joins on the coordinator, ${FDW_SCANS[$name]} Foreign Scans," \
+		echo "- $name: ${SCAN_KINDS[$name]}, ${COORD_JOINS[$name]} joins on the coordinator, ${FDW_SCANS[$name]} Foreign Scans," \
 			"${SUBPLANS[$name]} SubPlans/InitPlans; ${STRATEGIES[$name]:-no colojoin scan}" | sed 's/|/; /g'
 	done
 	echo
