@@ -624,7 +624,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 			return NULL;
 		}
 		why = d.failed ?
-			"an aggregate colojoin cannot split into parts the nodes compute (ordered-set, user-defined, string_agg, volatile arguments)" :
+			"an aggregate colojoin cannot split into parts the nodes compute (DISTINCT or ORDER BY inside an aggregate next to others that count duplicates, ordered-set, user-defined, string_agg, volatile arguments)" :
 			"an aggregate's argument is not one the nodes evaluate alike (built-in and immutable)";
 	}
 	else
