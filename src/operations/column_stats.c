@@ -22,7 +22,9 @@
  *	  from one domain; a leaf of n rows showing d distinct values is what
  *	  n draws from D equally likely values give, d = D (1 - e^(-n/D)),
  *	  which is solved for D and applied to the table's N rows.  A column
- *	  distinct within every leaf is taken as distinct over the table.
+ *	  distinct within every leaf is taken as distinct over the table.  Only
+ *	  leaves whose sizes the server read already count, scaled up to all
+ *	  of them, so that estimating a point lookup asks no node but its own.
  *
  *	  Only while colojoin is enabled and reads remote sizes; ANALYZE's
  *	  statistics always win.  This file estimates; it plans nothing.
@@ -61,28 +63,27 @@ typedef struct LeafColumn
 	double		nullfrac;
 } LeafColumn;
 
+/* what leaf's node said of the column (fetch: asking it if need be) */
 static bool
-leaf_column(CjLeaf *leaf, AttrNumber top_attno, LeafColumn *lc)
+leaf_column(CjLeaf *leaf, AttrNumber top_attno, bool fetch, LeafColumn *lc)
 {
-	double		pages;
-	double		nd;
-
 	if (!leaf->is_foreign || top_attno < 1 || top_attno > leaf->natts ||
 		leaf->remote_colnames[top_attno - 1] == NULL)
 		return false;
-	if (!cj_leaf_remote_size(leaf->relid, &lc->rows, &pages))
-		return false;
-	if (lc->rows <= 0)
+	if (!cj_leaf_column_stats(leaf->relid, leaf->remote_colnames[top_attno - 1],
+							  fetch, &lc->rows, &lc->ndistinct, &lc->nullfrac))
 	{
+		/* an empty leaf's node may have no statistics of it: no rows */
+		double		pages;
+
+		if (!fetch || !cj_leaf_remote_size(leaf->relid, &lc->rows, &pages) ||
+			lc->rows > 0)
+			return false;
 		lc->ndistinct = 0;
 		lc->nullfrac = 0;
-		return true;			/* empty: adds rows to nothing */
+		return true;
 	}
-	if (!cj_leaf_remote_ndistinct(leaf->relid, leaf->remote_colnames[top_attno - 1], &nd) ||
-		!cj_leaf_remote_nullfrac(leaf->relid, leaf->remote_colnames[top_attno - 1],
-								 &lc->nullfrac))
-		return false;
-	lc->ndistinct = Min(nd, lc->rows);
+	lc->ndistinct = Min(lc->ndistinct, lc->rows);
 	return true;
 }
 
@@ -115,14 +116,35 @@ domain_size(double d, double n)
 	return exp((lo + hi) / 2);
 }
 
+static bool table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out);
+
 /*
  * table_column
  *		A column of sharded table t (attno its own) over all its leaves:
- *		the rows, distinct values and null fraction; false when a live leaf
- *		is not known.
+ *		the rows, distinct values and null fraction.  Only the leaves whose
+ *		sizes this server read already count (a query pruned to one
+ *		partition must not ask every node), scaled to all of them; when
+ *		none did, the first leaf's node is asked.  false when nothing is
+ *		known.
  */
 static bool
 table_column(CjTable *t, AttrNumber attno, LeafColumn *out)
+{
+	if (table_column_known(t, attno, out))
+		return true;
+	if (t->nclasses > 0 && t->classes[0].nleaves > 0)
+	{
+		LeafColumn	first;
+
+		(void) leaf_column(&t->classes[0].leaves[0], attno, true, &first);
+		return table_column_known(t, attno, out);
+	}
+	return false;
+}
+
+/* table_column over the leaves known without asking a node */
+static bool
+table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out)
 {
 	bool		is_key = t->partnatts == 1 && t->partattrs[0] == attno;
 	double		rows = 0;
@@ -130,6 +152,9 @@ table_column(CjTable *t, AttrNumber attno, LeafColumn *out)
 	double		sum_distinct = 0;
 	double		domain = 0;
 	bool		unique = true;
+	int			nleaves = 0;
+	int			nknown = 0;
+	double		scale;
 	int			c;
 	int			l;
 
@@ -140,8 +165,10 @@ table_column(CjTable *t, AttrNumber attno, LeafColumn *out)
 		{
 			LeafColumn	lc;
 
-			if (!leaf_column(&t->classes[c].leaves[l], attno, &lc))
-				return false;
+			nleaves++;
+			if (!leaf_column(&t->classes[c].leaves[l], attno, false, &lc))
+				continue;
+			nknown++;
 			if (lc.rows <= 0)
 				continue;
 			rows += lc.rows;
@@ -159,10 +186,15 @@ table_column(CjTable *t, AttrNumber attno, LeafColumn *out)
 				}
 			}
 		}
-	if (rows <= 0)
+	if (nknown == 0 || rows <= 0)
 		return false;
-	out->rows = rows;
+	/* the leaves not known are taken to be like those known */
+	scale = (double) nleaves / nknown;
 	out->nullfrac = nulls / rows;
+	rows *= scale;
+	nulls *= scale;
+	sum_distinct *= scale;
+	out->rows = rows;
 	if (is_key || unique)
 		out->ndistinct = sum_distinct;
 	else
@@ -295,7 +327,7 @@ cj_relation_stats(PlannerInfo *root, RangeTblEntry *rte, AttrNumber attnum,
 		AttrNumber	top_attno;
 		CjLeaf	   *leaf = leaf_of(rte->relid, attnum, &top_attno);
 
-		known = leaf != NULL && leaf_column(leaf, top_attno, &col) &&
+		known = leaf != NULL && leaf_column(leaf, top_attno, true, &col) &&
 			col.rows > 0;
 		if (known)
 			col.ndistinct = Max(col.ndistinct, 1);

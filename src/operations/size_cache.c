@@ -429,12 +429,16 @@ leaf_server(CjTable *t, Oid leaf)
 	return InvalidOid;
 }
 
-/* the cached size of leaf (a foreign partition of root), fetched if stale */
+/*
+ * cached_entry
+ *		The fresh entry of leaf this backend has, or another one of this
+ *		server published (then copied here); NULL without asking a node.
+ */
 static SizeEntry *
-leaf_size(Oid leaf, Oid root)
+cached_entry(Oid leaf)
 {
 	SizeEntry  *e;
-	CjTable    *t;
+	CjSharedSize *s;
 
 	if (sizes == NULL)
 	{
@@ -449,28 +453,33 @@ leaf_size(Oid leaf, Oid root)
 		sizes = hash_create("colojoin remote sizes", 256, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
-	e = hash_search(sizes, &leaf, HASH_FIND, NULL);
-	if (e != NULL &&
-		!TimestampDifferenceExceeds(e->fetched, GetCurrentTimestamp(),
-									colojoin_remote_size_lifetime))
+	e = fresh_entry(leaf);
+	if (e != NULL)
 		return e;
 	/* another session of this server read it not long ago */
+	s = palloc(sizeof(CjSharedSize));
+	if (cj_shared_size_get(leaf, s) &&
+		!TimestampDifferenceExceeds(s->fetched, GetCurrentTimestamp(),
+									colojoin_remote_size_lifetime))
 	{
-		CjSharedSize *s = palloc(sizeof(CjSharedSize));
+		bool		found;
 
-		if (cj_shared_size_get(leaf, s) &&
-			!TimestampDifferenceExceeds(s->fetched, GetCurrentTimestamp(),
-										colojoin_remote_size_lifetime))
-		{
-			bool		found;
-
-			e = hash_search(sizes, &leaf, HASH_ENTER, &found);
-			entry_from_shared(e, found, s);
-			pfree(s);
-			return e;
-		}
-		pfree(s);
+		e = hash_search(sizes, &leaf, HASH_ENTER, &found);
+		entry_from_shared(e, found, s);
 	}
+	pfree(s);
+	return e;
+}
+
+/* the cached size of leaf (a foreign partition of root), fetched if stale */
+static SizeEntry *
+leaf_size(Oid leaf, Oid root)
+{
+	SizeEntry  *e = cached_entry(leaf);
+	CjTable    *t;
+
+	if (e != NULL)
+		return e;
 	t = cj_get_table(root);
 	if (t == NULL)
 		return NULL;
@@ -567,18 +576,32 @@ cj_leaf_remote_ndistinct(Oid leaf, const char *colname, double *ndistinct)
 }
 
 /*
- * cj_leaf_remote_nullfrac
- *		The fraction of NULLs in column colname of leaf's remote table by its
- *		node's statistics; false when the node has none.
+ * cj_leaf_column_stats
+ *		What leaf's node said of it and of its column colname: rows, distinct
+ *		values (a count) and fraction of NULLs.  With fetch false only what
+ *		this backend or another of the server read already: no node is
+ *		asked.  false when that is not known.
  */
 bool
-cj_leaf_remote_nullfrac(Oid leaf, const char *colname, double *nullfrac)
+cj_leaf_column_stats(Oid leaf, const char *colname, bool fetch,
+					 double *rows, double *ndistinct, double *nullfrac)
 {
 	SizeEntry  *e;
-	int			i = remote_column(leaf, colname, &e);
+	int			i;
 
-	if (i < 0 || e->colndistinct[i] == 0)
+	if (colojoin_remote_size_lifetime <= 0 || !colojoin_is_active())
 		return false;
+	e = fetch ? leaf_entry(leaf) : cached_entry(leaf);
+	if (e == NULL || e->tuples < 0)
+		return false;
+	*rows = e->tuples;
+	for (i = 0; i < e->ncols; i++)
+		if (strcmp(e->colnames[i], colname) == 0)
+			break;
+	if (i == e->ncols || e->colndistinct[i] == 0)
+		return false;
+	*ndistinct = e->colndistinct[i] < 0 ?
+		-e->colndistinct[i] * e->tuples : e->colndistinct[i];
 	*nullfrac = e->colnullfrac[i];
 	return true;
 }

@@ -31,8 +31,9 @@ extern bool cj_leaf_remote_ndistinct(Oid leaf, const char *colname,
 									 double *ndistinct);
 
 /* pg_class.reltuples of relid: -1 when never counted */
-extern bool cj_leaf_remote_nullfrac(Oid leaf, const char *colname,
-									double *nullfrac);
+extern bool cj_leaf_column_stats(Oid leaf, const char *colname, bool fetch,
+								 double *rows, double *ndistinct,
+								 double *nullfrac);
 
 extern float4 cj_rel_reltuples(Oid relid);
 
