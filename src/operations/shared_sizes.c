@@ -159,6 +159,9 @@ cj_shared_size_put(Oid leaf, const CjSharedSize *size)
 void
 cj_shared_sizes_init(void)
 {
+	/* a setting of server start exists only where it can take effect */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 	DefineCustomIntVariable("colojoin.shared_size_entries",
 							"How many foreign partitions' remote sizes the server keeps in shared memory for all its sessions.",
 							"Needs colojoin in shared_preload_libraries; 0 keeps sizes per session only.",
@@ -166,8 +169,7 @@ cj_shared_sizes_init(void)
 							1024, 0, INT_MAX / 4096,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
-	if (!process_shared_preload_libraries_in_progress ||
-		colojoin_shared_size_entries <= 0)
+	if (colojoin_shared_size_entries <= 0)
 		return;
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = sizes_shmem_request;

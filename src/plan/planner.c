@@ -667,7 +667,8 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		if (force == NULL)
 			force = move_hint;
 		if (colojoin_log_decisions && enabled &&
-			(is_group_input(root, outerrel) || is_group_input(root, innerrel)))
+			(is_group_input(root, outerrel) || is_group_input(root, innerrel)) &&
+			colojoin_is_active())
 		{
 			/* the decision log says what kept the join from the nodes */
 			RelOptInfo *bad = is_group_input(root, outerrel) ? innerrel : outerrel;
@@ -677,8 +678,10 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 				attempt->names = cj_joinrel_names(root, joinrel);
 			if (attempt->group == NULL && attempt->reasons == NIL)
 				attempt->reasons = lappend(attempt->reasons,
-										   makeString(psprintf("%s %s is not a sharded table, a table to broadcast or a join of them",
-															   bad->reloptkind == RELOPT_BASEREL ? "relation" : "join",
+										   makeString(bad->reloptkind == RELOPT_BASEREL ?
+													  psprintf("relation %s is not a sharded table or a table to broadcast",
+															   cj_joinrel_names(root, bad)) :
+													  psprintf("join %s does not run on the nodes itself",
 															   cj_joinrel_names(root, bad))));
 		}
 		if (force)

@@ -59,7 +59,9 @@ my $key1 = $coord->safe_psql('postgres',
 	"SELECT min(k) FROM generate_series(1, 100) k "
 	  . "WHERE satisfies_hash_partition('s_a'::regclass, 4, 0, k)");
 my $small_n1 = "$small WHERE s_a.k = $key1";
-my $big = 'SELECT count(*) FROM (SELECT a.v, b.w FROM big_a a '
+# (the hint: the nodes' statistics rightly say PostgreSQL's hash join of the
+# pulled rows is cheaper, but the tests need the long join on the nodes)
+my $big = 'SELECT /*+ ColocatedJoin(a b) */ count(*) FROM (SELECT a.v, b.w FROM big_a a '
   . 'JOIN big_b b ON a.k = b.k OFFSET 0) s';
 
 # the answers, computed by PostgreSQL's own plans
