@@ -70,11 +70,11 @@ INSERT INTO cj_lat_s.rates SELECT * FROM cj_lat_l.rates;
 SELECT colojoin.add_replica('cj_lat_s.rates0', :'srv2'), colojoin.add_replica('cj_lat_s.rates0', :'srv3');
 ANALYZE cj_lat_l.o, cj_lat_l.li, cj_lat_l."Ship Log", cj_lat_l.rng_o, cj_lat_l.rng_l, cj_lat_l.rng_m;
 
--- check(query): same rows from the sharded tables and the twins, how
--- many, and whether one ColocatedJoin ran the LATERAL subquery (no nested
--- loop, subquery scan or postgres_fdw scan left)
-CREATE FUNCTION cj_lat.check(query text, OUT same boolean, OUT nrows int,
-							 OUT in_tasks boolean)
+-- check(query[, marker]): same rows from the sharded tables and the twins,
+-- how many, and whether one ColocatedJoin ran the subquery (its Strategy
+-- says marker; no join, subquery scan or postgres_fdw scan left)
+CREATE FUNCTION cj_lat.check(query text, marker text DEFAULT 'with LATERAL',
+							 OUT same boolean, OUT nrows int, OUT in_tasks boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
 	plan text := '';
@@ -88,8 +88,8 @@ BEGIN
 	s := rows_of(query, 'cj_lat_s');
 	same := s = rows_of(query, 'cj_lat_l');
 	nrows := cardinality(s);
-	in_tasks := plan LIKE '%with LATERAL%' AND
-		plan !~ '(Nested Loop|Subquery Scan|Foreign Scan)' AND
+	in_tasks := plan LIKE '%' || marker || '%' AND
+		plan !~ '(Nested Loop|Hash Join|Merge Join|Hash Semi|Hash Anti|Subquery Scan|Foreign Scan)' AND
 		(length(plan) - length(replace(plan, 'ColocatedJoin', ''))) / length('ColocatedJoin') = 1;
 	PERFORM set_config('search_path', 'public', true);
 END
@@ -244,29 +244,7 @@ DEALLOCATE ALL;
 -- each of their rows comes from one partition class, so the tasks run
 -- them over their class's partitions like a LATERAL subquery.
 --
-CREATE FUNCTION cj_lat.check_subquery(query text, OUT same boolean, OUT nrows int,
-									  OUT in_tasks boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-	plan text := '';
-	line text;
-	s text[];
-BEGIN
-	PERFORM set_config('search_path', 'cj_lat_s, public', true);
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		plan := plan || line || E'\n';
-	END LOOP;
-	s := rows_of(query, 'cj_lat_s');
-	same := s = rows_of(query, 'cj_lat_l');
-	nrows := cardinality(s);
-	in_tasks := plan LIKE '%with subquery%' AND
-		plan !~ '(Nested Loop|Hash Join|Merge Join|Subquery Scan|Foreign Scan|Hash Semi|Hash Anti)' AND
-		(length(plan) - length(replace(plan, 'ColocatedJoin', ''))) / length('ColocatedJoin') = 1;
-	PERFORM set_config('search_path', 'public', true);
-END
-$$;
-
-SELECT q, (cj_lat.check_subquery(q)).* FROM (VALUES
+SELECT q, (cj_lat.check(q, 'with subquery')).* FROM (VALUES
 	-- IN over an aggregate grouped by the key (PostgreSQL may make it an
 	-- inner join of the unique keys), with and without more conditions
 	('SELECT o.ok, o.od FROM o WHERE o.ok IN (SELECT lk FROM li GROUP BY lk HAVING sum(lq) > 8)'),
@@ -292,7 +270,7 @@ SELECT q, (cj_lat.check_subquery(q)).* FROM (VALUES
 
 -- not grouped by the key, limited over all partitions, or preserved by an
 -- outer join: PostgreSQL's plan, still right, and the decision log says why
-SELECT q, (cj_lat.check_subquery(q)).same FROM (VALUES
+SELECT q, (cj_lat.check(q, 'with subquery')).same FROM (VALUES
 	('SELECT o.ok, t.n FROM o JOIN (SELECT lq, count(*) AS n FROM li GROUP BY lq) t ON t.lq = o.ok'),
 	('SELECT o.ok FROM o WHERE o.ok IN (SELECT lk FROM li ORDER BY ls LIMIT 5)'),
 	('SELECT t.lk, o.ok FROM (SELECT lk, count(*) AS n FROM li GROUP BY lk) t LEFT JOIN o ON o.ok = t.lk'),
