@@ -265,7 +265,14 @@ SELECT q, (cj_lat.check(q, 'with subquery')).* FROM (VALUES
 	-- range partitions with empty and missing ranges
 	('SELECT rng_o.k, t.n FROM rng_o JOIN (SELECT k, count(*) AS n FROM rng_l GROUP BY k) t ON t.k = rng_o.k'),
 	-- pruned classes
-	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.ok IN (3, 14, 40)')
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.ok IN (3, 14, 40)'),
+	-- conditions of the query on its rows alone (PostgreSQL moves them
+	-- into its own copy of the subquery): the task filters its rows with them
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE t.n > 5'),
+	('SELECT o.ok, t.n, t.q FROM o JOIN (SELECT lk, count(*) AS n, sum(lq) AS q FROM li GROUP BY lk) t ON t.lk = o.ok AND t.q BETWEEN 5 AND 20 WHERE t.n <> 3 AND o.oc < 4'),
+	-- one in the ON clause of a left join it is kept by decides matches,
+	-- not rows: not a filter of the subquery
+	('SELECT o.ok, t.n, s."Qty" FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok LEFT JOIN "Ship Log" s ON s."OrdKey" = o.ok AND t.n > 2')
 ) v(q);
 
 -- not grouped by the key, limited over all partitions, or preserved by an
@@ -274,7 +281,10 @@ SELECT q, (cj_lat.check(q, 'with subquery')).same FROM (VALUES
 	('SELECT o.ok, t.n FROM o JOIN (SELECT lq, count(*) AS n FROM li GROUP BY lq) t ON t.lq = o.ok'),
 	('SELECT o.ok FROM o WHERE o.ok IN (SELECT lk FROM li ORDER BY ls LIMIT 5)'),
 	('SELECT t.lk, o.ok FROM (SELECT lk, count(*) AS n FROM li GROUP BY lk) t LEFT JOIN o ON o.ok = t.lk'),
-	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE t.n > 1')
+	-- a condition PostgreSQL derived (t.lk = 14 from o.ok = 14) is nowhere to read
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.ok = 14'),
+	-- nullable: its ON condition was moved into PostgreSQL's copy
+	('WITH t AS (SELECT lk, count(*) AS n FROM li GROUP BY lk) SELECT o.ok, t.n FROM o LEFT JOIN t ON t.lk = o.ok AND t.n > 1')
 ) v(q);
 SET colojoin.log_decisions = on;
 SELECT count(*) FROM o JOIN (SELECT lq, count(*) AS n FROM li GROUP BY lq) t ON t.lq = o.ok;

@@ -166,60 +166,54 @@ conjuncts(Node *node, List *result)
 	return lappend(result, node);
 }
 
-/* whether some condition of the query's join tree reads only relation rti */
-static bool
-jointree_restricts(PlannerInfo *root, Node *jtnode, Index rti)
+/*
+ * jointree_quals_of
+ *		The conditions of the query's join tree that read relation rti
+ *		alone; filters only: not those of an outer join's ON clause, which
+ *		decide what matches, not what stays (with every: those too).
+ */
+static List *
+jointree_quals_of(PlannerInfo *root, Node *jtnode, Index rti, bool every,
+				  List *result)
 {
 	List	   *quals = NIL;
 	ListCell   *lc;
 
 	if (jtnode == NULL)
-		return false;
+		return result;
 	if (IsA(jtnode, FromExpr))
 	{
 		FromExpr   *f = (FromExpr *) jtnode;
 
 		foreach(lc, f->fromlist)
-			if (jointree_restricts(root, lfirst(lc), rti))
-				return true;
+			result = jointree_quals_of(root, lfirst(lc), rti, every, result);
 		quals = conjuncts(f->quals, NIL);
 	}
 	else if (IsA(jtnode, JoinExpr))
 	{
 		JoinExpr   *j = (JoinExpr *) jtnode;
 
-		if (jointree_restricts(root, j->larg, rti) ||
-			jointree_restricts(root, j->rarg, rti))
-			return true;
-		quals = conjuncts(j->quals, NIL);
+		result = jointree_quals_of(root, j->larg, rti, every, result);
+		result = jointree_quals_of(root, j->rarg, rti, every, result);
+		if (every || j->jointype == JOIN_INNER)
+			quals = conjuncts(j->quals, NIL);
 	}
 	foreach(lc, quals)
 	{
 		Relids		varnos = pull_varnos(root, lfirst(lc));
 
 		if (bms_membership(varnos) == BMS_SINGLETON && bms_is_member(rti, varnos))
-			return true;
+			result = lappend(result, lfirst(lc));
 	}
-	return false;
+	return result;
 }
 
-/*
- * may_have_lost_quals
- *		PostgreSQL pushes the conditions of a subquery without LIMIT into
- *		its own planning copy and drops them from the relation: they are
- *		then nowhere we could read them.  True when that may have happened:
- *		the query has a condition on rel alone, or an equivalence class
- *		fixes one of its columns (to a constant or another of its columns).
- */
+/* whether an equivalence class fixes a column of rel (to a constant or another of its columns) */
 static bool
-may_have_lost_quals(PlannerInfo *root, RelOptInfo *rel, Query *sq)
+ec_fixes_column(PlannerInfo *root, RelOptInfo *rel)
 {
 	ListCell   *lc;
 
-	if (sq->limitCount != NULL || sq->limitOffset != NULL)
-		return false;			/* PostgreSQL pushes nothing into it */
-	if (rel->baserestrictinfo != NIL)
-		return true;
 	foreach(lc, root->eq_classes)
 	{
 		EquivalenceClass *ec = lfirst(lc);
@@ -237,7 +231,42 @@ may_have_lost_quals(PlannerInfo *root, RelOptInfo *rel, Query *sq)
 		if (own > 0 && (ec->ec_has_const || own > 1))
 			return true;
 	}
-	return jointree_restricts(root, (Node *) root->parse->jointree, rel->relid);
+	return false;
+}
+
+/* whether an outer, semi or anti join may null or drop rti's rows */
+static bool
+rel_nullable(PlannerInfo *root, Index rti)
+{
+	ListCell   *lc;
+
+	foreach(lc, root->join_info_list)
+	{
+		SpecialJoinInfo *sj = lfirst(lc);
+
+		if (bms_is_member(rti, sj->syn_righthand) ||
+			(sj->jointype == JOIN_FULL && bms_is_member(rti, sj->syn_lefthand)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * may_have_lost_quals
+ *		PostgreSQL pushes the conditions of a subquery without LIMIT into
+ *		its own planning copy and drops them from the relation: they are
+ *		then nowhere we could read them.  True when that may have happened:
+ *		the query has a condition on rel alone, or an equivalence class
+ *		fixes one of its columns (to a constant or another of its columns).
+ */
+static bool
+may_have_lost_quals(PlannerInfo *root, RelOptInfo *rel, Query *sq)
+{
+	if (sq->limitCount != NULL || sq->limitOffset != NULL)
+		return false;			/* PostgreSQL pushes nothing into it */
+	return rel->baserestrictinfo != NIL || ec_fixes_column(root, rel) ||
+		jointree_quals_of(root, (Node *) root->parse->jointree, rel->relid,
+						  true, NIL) != NIL;
 }
 
 /* a column of the subquery's table rti, as its copy names it */
@@ -459,6 +488,8 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	ListCell   *lc;
 	Oid			user = ((CjBaseRel *) linitial(og->rels))->checkasuser;
 	char	   *why = NULL;
+	bool		own_quals = false;	/* its conditions read from the query */
+	List	   *quals;
 
 	if (sq == NULL || sq->commandType != CMD_SELECT || sq->utilityStmt != NULL)
 		return NULL;
@@ -474,6 +505,18 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	else if (!cj_is_lateral_rel(rel) &&
 			 (sq->limitCount != NULL || sq->limitOffset != NULL))
 		why = "limits its rows over all partitions";
+	else if (!cj_is_lateral_rel(rel) && !rel_nullable(root, rel->relid))
+	{
+		/*
+		 * Inner joined only: every condition of the query on it alone is a
+		 * filter of its rows, whether or not PostgreSQL moved it into its
+		 * own copy, so the task applies them all around the subquery.  One
+		 * an equivalence class derived is nowhere to read.
+		 */
+		if (ec_fixes_column(root, rel))
+			why = "has conditions PostgreSQL derived from others";
+		own_quals = true;
+	}
 	else if (may_have_lost_quals(root, rel, sq))
 		why = "has conditions PostgreSQL moved into it";
 	else if (!clauses_default(sq->sortClause, sq->targetList, true) ||
@@ -596,19 +639,34 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 		}
 	}
 
-	/* PostgreSQL's conditions on its rows: nothing was pushed into it */
-	foreach(lc, rel->baserestrictinfo)
+	/*
+	 * The conditions on its rows: PostgreSQL's (nothing was pushed into
+	 * it), or the query's own (own_quals).
+	 */
+	quals = NIL;
+	if (own_quals)
+		quals = jointree_quals_of(root, (Node *) root->parse->jointree,
+								  rel->relid, false, NIL);
+	else
+		foreach(lc, rel->baserestrictinfo)
+		{
+			if (lfirst_node(RestrictInfo, lc)->pseudoconstant)
+				quals = lappend(quals, NULL);	/* refused below */
+			else
+				quals = lappend(quals, lfirst_node(RestrictInfo, lc)->clause);
+		}
+	foreach(lc, quals)
 	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		Expr	   *clause = lfirst(lc);
 
-		if (rinfo->pseudoconstant || !cj_is_shippable(root, rinfo->clause, NULL))
+		if (clause == NULL || !cj_is_shippable(root, clause, NULL))
 		{
 			*reasons = lappend(*reasons,
 							   psprintf("a condition on %s %s cannot run on the nodes",
 										kind, lat->alias));
 			return NULL;
 		}
-		lat->quals = lappend(lat->quals, rinfo->clause);
+		lat->quals = lappend(lat->quals, clause);
 	}
 
 	correlation = conjuncts(q->jointree->quals, NIL);
