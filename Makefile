@@ -36,6 +36,7 @@ OBJS = \
 	src/operations/shard_drop.o \
 	src/operations/shard_views.o \
 	src/operations/size_cache.o \
+	src/operations/activity.o \
 	src/operations/shared_sizes.o \
 	src/operations/column_stats.o \
 	src/plan/aggregates.o \
@@ -74,7 +75,7 @@ OBJS = \
 	src/write/write_guard.o
 
 EXTENSION = colojoin
-DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql colojoin--1.1--1.2.sql
+DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql colojoin--1.1--1.2.sql colojoin--1.2--1.3.sql
 PGFILEDESC = "colojoin - colocated joins over postgres_fdw shards"
 
 # The suites need the multi-node cluster of test/cluster and colojoin preloaded,

@@ -206,14 +206,25 @@ entry_from_shared(SizeEntry *e, bool found, const CjSharedSize *s)
 	e->ncols = s->ncols;
 }
 
-/* what this backend read of leaf (e), for the others */
+/*
+ * publish
+ *		What this backend read of leaf (e), for the others.  Not what a node
+ *		said before it ever analyzed the table (no column has statistics,
+ *		the rows are its live-row counter): a table just loaded is analyzed
+ *		soon after, and every session should then see it, not in five
+ *		minutes.
+ */
 static void
 publish(Oid leaf, SizeEntry *e)
 {
 	CjSharedSize *s;
 	int			i;
+	bool		analyzed = false;
 
-	if (e->ncols > CJ_SHARED_SIZE_COLS)
+	for (i = 0; i < e->ncols; i++)
+		if (e->colndistinct[i] != 0)
+			analyzed = true;
+	if (e->ncols > CJ_SHARED_SIZE_COLS || !analyzed)
 		return;
 	s = palloc0(sizeof(CjSharedSize));
 	s->tuples = e->tuples;

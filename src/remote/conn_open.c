@@ -15,6 +15,7 @@
  */
 #include "postgres.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
 #include "common/pg_prng.h"
@@ -84,6 +85,38 @@ is_libpq_keyword(const char *name)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * cj_application_name_prefix
+ *		"colojoin:<system identifier>": what every connection this
+ *		coordinator's sessions open to a node calls itself, before ":<pid>".
+ */
+const char *
+cj_application_name_prefix(void)
+{
+	static char prefix[64];
+
+	if (prefix[0] == '\0')
+		snprintf(prefix, sizeof(prefix), "colojoin:" UINT64_FORMAT,
+				 GetSystemIdentifier());
+	return prefix;
+}
+
+/* the application_name of this session's connections to the nodes */
+const char *
+cj_application_name(void)
+{
+	static char name[NAMEDATALEN];
+	static int	for_pid = 0;
+
+	if (for_pid != MyProcPid)
+	{
+		snprintf(name, sizeof(name), "%s:%d", cj_application_name_prefix(),
+				 MyProcPid);
+		for_pid = MyProcPid;
+	}
+	return name;
 }
 
 /*
@@ -523,8 +556,9 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um,
 							 server->servername)));
 	}
 
-	keywords[n] = "fallback_application_name";
-	values[n++] = "colojoin";
+	/* last, so it wins: colojoin.activity finds its backends by it */
+	keywords[n] = "application_name";
+	values[n++] = cj_application_name();
 	keywords[n] = "client_encoding";
 	values[n++] = GetDatabaseEncodingName();
 	keywords[n] = NULL;

@@ -290,6 +290,14 @@ extern PGconn *cj_conn_open_raw(Oid serverid, Oid userid, int slot,
 								char **reason);
 extern bool cj_has_user_mapping(Oid serverid, Oid userid);
 
+/*
+ * The application_name of every connection to a node:
+ * "colojoin:<coordinator's system identifier>:<session pid>"
+ * (colojoin.activity ties a node's backends back to their sessions by it).
+ */
+extern const char *cj_application_name_prefix(void);
+extern const char *cj_application_name(void);
+
 /* the transaction callbacks and caches of connections (connection.c) */
 extern void cj_connection_init(void);
 
