@@ -42,6 +42,7 @@ OBJS = \
 	src/plan/aggregates.o \
 	src/plan/combine.o \
 	src/plan/decision_log.o \
+	src/plan/decision_stats.o \
 	src/plan/dual_repartition.o \
 	src/plan/group.o \
 	src/plan/hints.o \

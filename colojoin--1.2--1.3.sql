@@ -28,3 +28,33 @@ LANGUAGE C STRICT VOLATILE;
 CREATE VIEW colojoin.activity AS
 	SELECT * FROM colojoin.node_activity();
 GRANT SELECT ON colojoin.activity TO PUBLIC;
+
+/*
+ * How each query (by PostgreSQL's query id) was planned: how often, how
+ * often each strategy ran part of it on the nodes, how often none of it
+ * did, and the first reason something was left to PostgreSQL.  Needs
+ * colojoin in shared_preload_libraries.
+ */
+CREATE FUNCTION colojoin.query_decisions(
+	OUT queryid bigint,
+	OUT plans bigint,
+	OUT colocated bigint,
+	OUT redistributed bigint,
+	OUT broadcast bigint,
+	OUT dual_repartition bigint,
+	OUT steps_on_nodes bigint,
+	OUT left_to_postgresql bigint,
+	OUT first_reason text,
+	OUT last_seen timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'colojoin_decisions'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW colojoin.decisions AS
+	SELECT * FROM colojoin.query_decisions();
+GRANT SELECT ON colojoin.decisions TO PUBLIC;
+
+CREATE FUNCTION colojoin.decisions_reset() RETURNS void
+AS 'MODULE_PATHNAME', 'colojoin_decisions_reset'
+LANGUAGE C STRICT VOLATILE;
+REVOKE ALL ON FUNCTION colojoin.decisions_reset() FROM PUBLIC;

@@ -89,8 +89,9 @@ RETURNS TABLE (pid int, app text, usename name, state text)
 LANGUAGE plpgsql AS $$
 DECLARE
 	q text := $q$
-		SELECT pid, application_name, usename, state FROM pg_stat_activity
-		WHERE application_name IN ('colojoin', 'cc_app') AND datname = current_database()
+		SELECT pid, regexp_replace(application_name, ':[0-9]+:[0-9]+$', ''), usename, state
+		FROM pg_stat_activity
+		WHERE application_name ~ '^(cc_app )?colojoin:[0-9]+:[0-9]+$' AND datname = current_database()
 		ORDER BY pid $q$;
 BEGIN
 	FOR i IN 1 .. 200 LOOP
@@ -115,8 +116,8 @@ $$;
 --
 CREATE TABLE t1 (k int) PARTITION BY HASH (k);
 SELECT colojoin.create_shards('t1', ARRAY['cc_n1', 'cc_n2'], 2);
--- one idle connection per node, application_name from the server's
--- options or colojoin's fallback
+-- one idle connection per node, application_name the server's options'
+-- and colojoin's "colojoin:<system identifier>:<pid>" after it
 SELECT app, usename, state FROM node_sessions(:'node1', 1);
 SELECT app, usename, state FROM node_sessions(:'node2', 1);
 SELECT pid AS n1_pid FROM node_sessions(:'node1', 1) \gset
@@ -259,7 +260,7 @@ CREATE TABLE lost (k int) PARTITION BY HASH (k);
 SELECT colojoin.create_shards('lost', ARRAY['cc_n2'], 1);
 SELECT count(*) FROM dblink(:'node2', $$
 	SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-	WHERE application_name = 'colojoin' AND usename = 'postgres'$$) AS t(ok boolean);
+	WHERE application_name LIKE 'colojoin:%' AND usename = 'postgres'$$) AS t(ok boolean);
 CREATE TABLE lost2 (k int) PARTITION BY HASH (k);
 DO $$
 BEGIN

@@ -18,6 +18,7 @@
 #include "exec/executor.h"
 #include "metadata/metadata.h"
 #include "operations/column_stats.h"
+#include "plan/decision_stats.h"
 #include "operations/shared_sizes.h"
 #include "operations/size_cache.h"
 #include "plan/join_group.h"
@@ -199,6 +200,7 @@ _PG_init(void)
 	cj_size_cache_init();
 	cj_shared_sizes_init();
 	cj_column_stats_init();
+	cj_decision_stats_init();
 	cj_copy_from_init();
 	cj_truncate_init();
 

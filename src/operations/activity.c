@@ -76,7 +76,7 @@ colojoin_node_activity(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	List	   *seen = NIL;
 	ListCell   *lc;
-	char	   *prefix = psprintf("%s:%%", cj_application_name_prefix());
+	char	   *prefix = psprintf("%%%s:%%", cj_application_name_prefix());
 	Oid			array_input;
 	Oid			array_ioparam;
 
@@ -120,7 +120,7 @@ colojoin_node_activity(PG_FUNCTION_ARGS)
 
 		params[0] = prefix;
 		res = PQexecParams(conn,
-						   "SELECT pg_catalog.split_part(a.application_name, ':', 3)::pg_catalog.int4, "
+						   "SELECT pg_catalog.substring(a.application_name, ':([0-9]+)$')::pg_catalog.int4, "
 						   "a.pid, a.state, a.wait_event_type, a.wait_event, "
 						   "pg_catalog.pg_blocking_pids(a.pid), a.backend_start, a.xact_start, "
 						   "a.query_start, a.query "

@@ -22,6 +22,7 @@
 
 #include "plan/join_group.h"
 #include "plan/planner_internal.h"
+#include "plan/decision_stats.h"
 #include "util/settings.h"
 
 /* a step above the tables of one query level, as planned */
@@ -39,6 +40,8 @@ typedef struct CjStepNote
 List	   *cj_step_notes = NIL;
 
 const char	cj_step_not_here[] = "";
+
+static char *reasons_text(List *reasons);
 
 static const char *
 stage_name(UpperRelationKind stage)
@@ -71,7 +74,7 @@ cj_note_step(PlannerInfo *root, UpperRelationKind stage, RelOptInfo *input_rel,
 	CjStepNote *n = NULL;
 	ListCell   *lc;
 
-	if (!colojoin_log_decisions)
+	if (!colojoin_log_decisions && !cj_decisions_enabled())
 		return;
 	foreach(lc, cj_step_notes)
 	{
@@ -122,7 +125,7 @@ cj_note_chosen(PlannerInfo *root, RelOptInfo *rel, CjJoinGroup *g,
 	Relids		relids = NULL;
 	ListCell   *lc;
 
-	if (!colojoin_log_decisions)
+	if (!colojoin_log_decisions && !cj_decisions_enabled())
 		return;
 	if (g->rel != NULL)
 		relids = bms_copy(g->rel->relids);
@@ -151,6 +154,68 @@ cj_note_chosen(PlannerInfo *root, RelOptInfo *rel, CjJoinGroup *g,
 				root->simple_rel_array[rti]->subroot == n->root)
 				n->chosen = true;
 	}
+}
+
+/*
+ * cj_decision_summary
+ *		How the planning that just ended went, for colojoin.decisions: the
+ *		strategies of what runs on the nodes, and the first reason anything
+ *		was left to PostgreSQL (NULL when nothing was).  false when it
+ *		never came near a table of colojoin's.
+ */
+bool
+cj_decision_summary(CjDecisionSummary *out)
+{
+	ListCell   *lc;
+
+	memset(out, 0, sizeof(*out));
+	foreach(lc, cj_attempts)
+	{
+		CjJoinAttempt *a = lfirst(lc);
+
+		if (a->joinrel->reloptkind != RELOPT_JOINREL)
+			continue;
+		out->considered = true;
+		if (a->group != NULL && a->chosen)
+		{
+			const char *m = a->group->move_text;
+
+			if (m == NULL)
+				out->colocated = true;
+			else if (strncmp(m, "dual repartition", 16) == 0)
+				out->dual_repartition = true;
+			else
+			{
+				if (strstr(m, "broadcast") != NULL)
+					out->broadcast = true;
+				if (strstr(m, "repartitioned") != NULL ||
+					strstr(m, "partitions of") != NULL)
+					out->redistributed = true;
+			}
+		}
+		else if (out->reason == NULL)
+		{
+			if (a->group == NULL && a->reasons != NIL)
+				out->reason = reasons_text(list_make1(linitial(a->reasons)));
+			else if (a->group != NULL)
+				out->reason = "its plan on the nodes cost more than PostgreSQL's";
+		}
+	}
+	foreach(lc, cj_step_notes)
+	{
+		CjStepNote *n = lfirst(lc);
+
+		out->considered = true;
+		if (n->chosen)
+			out->steps_on_nodes = true;
+		else if (out->reason == NULL)
+			out->reason = n->reason != NULL ? n->reason :
+				"its plan on the nodes cost more than PostgreSQL's";
+	}
+	out->left_to_postgresql = out->considered && !out->colocated &&
+		!out->redistributed && !out->broadcast && !out->dual_repartition &&
+		!out->steps_on_nodes;
+	return out->considered;
 }
 
 /* "; "-joined reasons, the first letter capitalised */

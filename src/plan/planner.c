@@ -36,6 +36,7 @@
 #include "plan/hints.h"
 #include "plan/join_group.h"
 #include "plan/planner.h"
+#include "plan/decision_stats.h"
 #include "plan/planner_internal.h"
 #include "plan/scan_plan.h"
 #include "remote/connection.h"
@@ -945,6 +946,13 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 		check_forcing_hints(cj_statement_hints());
 		if (colojoin_log_decisions)
 			cj_log_decisions();
+		if (cj_decisions_enabled() && parse->queryId != UINT64CONST(0))
+		{
+			CjDecisionSummary summary;
+
+			if (cj_decision_summary(&summary))
+				cj_decisions_record(parse->queryId, &summary);
+		}
 	}
 	PG_FINALLY();
 	{

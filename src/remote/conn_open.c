@@ -556,9 +556,20 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um,
 							 server->servername)));
 	}
 
-	/* last, so it wins: colojoin.activity finds its backends by it */
-	keywords[n] = "application_name";
-	values[n++] = cj_application_name();
+	/*
+	 * Last, so that it wins: colojoin.activity finds its backends by it; an
+	 * application_name of the server's or mapping's options comes first.
+	 */
+	{
+		const char *own = cj_option_value(um->options, "application_name");
+
+		if (own == NULL)
+			own = cj_option_value(server->options, "application_name");
+		keywords[n] = "application_name";
+		values[n++] = own == NULL ? cj_application_name() :
+			psprintf("%.*s %s", (int) (NAMEDATALEN - 2 - strlen(cj_application_name())),
+					 own, cj_application_name());
+	}
 	keywords[n] = "client_encoding";
 	values[n++] = GetDatabaseEncodingName();
 	keywords[n] = NULL;

@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+import fuzz_shapes
+
 FEATURES = {
     'expr-keys': 'partition keys that are expressions ((k % 1000), lower(r), (k + k2))',
     'multilevel': 'sub-partitioned partitions',
@@ -80,6 +82,7 @@ FEATURES = {
     'read-after-write': 'the query run in a transaction that first wrote through colojoin (a row of one '
                         'of its sharded tables copied again, on both sides), rolled back after',
 }
+FEATURES.update(fuzz_shapes.FEATURES)
 
 ROW_CAP = 50000          # rows read of one side before giving up (both: skipped)
 SCHEMAS = ('fz_s', 'fz_p', 'fz_l', 'fz_m')
@@ -748,6 +751,7 @@ class World:
 # --------------------------------------------------------------------------
 
 AL = re.compile(r'\b([aq]\d+)\b')
+fuzz_shapes.bind(sys.modules[__name__])
 
 
 class Query:
@@ -778,13 +782,18 @@ class Query:
         self.windows = []    # (name, spec) of the WINDOW clause
         self.wfilter = []    # conditions on wN of an outer query over the window query
         self.raw = None      # a sharded table written first, in the query's transaction
+        self.subs = {}       # name -> subquery (fuzz_shapes.render_sub), {Sname} in the text
+        self.ctes = []       # (cte name, sub name, 'MATERIALIZED ' or the like) of the WITH clause
+        self.orderby = None  # ORDER BY these instead of every output column
+        self.ties = False    # FETCH FIRST n ROWS WITH TIES instead of LIMIT n
+        self.ofilter = []    # conditions on the output columns c1.., in an outer query
 
     def copy(self):
         import copy
         return copy.deepcopy(self)
 
 
-class QGen:
+class QGen(fuzz_shapes.Shapes):
     def __init__(self, world, rng, feats):
         self.w = world
         self.rng = rng
@@ -810,6 +819,10 @@ class QGen:
         # and PreAggregate hints
         self.prng = random.Random(world.seed * 7 + 6)
         self.dual_share = 0.1
+        # the shapes of fuzz_shapes, each a stream of its own
+        self.shapes = [('table-aggs', random.Random(world.seed * 7 + 8), 0.1, self.gen_table_aggs),
+                       ('multi-joins', random.Random(world.seed * 7 + 9), 0.1, self.gen_multi),
+                       ('subqueries', random.Random(world.seed * 7 + 10), 0.15, self.gen_subq)]
 
     def on(self, feat, p=1.0):
         return feat in self.f and self.rng.random() < p
@@ -1313,6 +1326,17 @@ class QGen:
         return q
 
     def gen(self):
+        # every stream of a shape draws once per query, so that a shape
+        # taking a query changes no other shape's queries
+        draws = [(f, r, share, fn, r.random()) for f, r, share, fn in self.shapes]
+        for f, r, share, fn, x in draws:
+            if f in self.f and x < share:
+                saved, self.rng = self.rng, r
+                self.nsub = 1
+                try:
+                    return fn(Query())
+                finally:
+                    self.rng = saved
         if 'moved-joins' in self.f and self.mrng.random() < self.moved_share:
             saved, self.rng = self.rng, self.mrng
             self.moved = True
@@ -1822,9 +1846,9 @@ def render(q, prepared=True):
         if not q.select:
             sel = ''
         sel = ', '.join(([sel] if sel else []) + ['%s AS %s' % (c, w) for w, c in q.wsel])
-    fr = '%s %s' % (q.items[0]['table']['name'], q.items[0]['alias'])
+    fr = fuzz_shapes.from_item(q.items[0])
     for n, it in enumerate(q.items[1:]):
-        t = '%s %s' % (it['table']['name'], it['alias'])
+        t = fuzz_shapes.from_item(it)
         jt = it['jt']
         if it.get('lateral'):
             if jt == 'CROSS':
@@ -1856,12 +1880,17 @@ def render(q, prepared=True):
         filt = [f for f in q.wfilter if not f.startswith('c') or q.select]
         if filt:
             sql = 'SELECT * FROM (%s) sub WHERE %s' % (sql, ' AND '.join(filt))
+    elif q.ofilter:
+        sql = 'SELECT * FROM (%s) sub WHERE %s' % (sql, ' AND '.join(q.ofilter))
     if q.order or q.limit is not None:
-        sql += ' ORDER BY ' + ', '.join(str(i + 1) for i in range(len(outs)))
-    if q.limit is not None:
+        sql += ' ORDER BY ' + ', '.join(q.orderby or [str(i + 1) for i in range(len(outs))])
+    if q.limit is not None and q.ties and (q.orderby or q.order):
+        sql += ' FETCH FIRST %d ROWS WITH TIES' % q.limit
+    elif q.limit is not None:
         sql += ' LIMIT %d' % q.limit
         if q.offset:
             sql += ' OFFSET %d' % q.offset
+    sql = fuzz_shapes.expand(q, sql)
     # parameters
     args = []
     num = {}
@@ -2322,6 +2351,7 @@ def candidates(q):
         if len(q.select) > 1:
             for i in range(len(q.select)):
                 v(lambda c, i=i: c.select.pop(i) and c)
+    fuzz_shapes.sub_candidates(q, v)
     return out
 
 
@@ -2378,6 +2408,12 @@ def main():
     ap.add_argument('--raw-share', type=float, default=0.15,
                     help='share of the queries run after a write in their transaction, feature '
                          'read-after-write (default 0.15)')
+    ap.add_argument('--table-agg-share', type=float, default=0.1,
+                    help='share of the queries of feature table-aggs (default 0.1)')
+    ap.add_argument('--multi-share', type=float, default=0.1,
+                    help='share of the queries of feature multi-joins (default 0.1)')
+    ap.add_argument('--subquery-share', type=float, default=0.15,
+                    help='share of the queries of feature subqueries (default 0.15)')
     ap.add_argument('--keep', action='store_true', help='leave the tables in place at the end')
     ap.add_argument('--show', action='store_true', help='print the world and the queries, run nothing')
     ap.add_argument('-v', '--verbose', action='store_true')
@@ -2422,6 +2458,9 @@ def main():
         qg.win_share = args.window_share
         qg.moved_share = args.moved_share
         qg.lat_share = args.lateral_share
+        shares = {'table-aggs': args.table_agg_share, 'multi-joins': args.multi_share,
+                  'subqueries': args.subquery_share}
+        qg.shapes = [(f, r, shares[f], fn) for f, r, _s, fn in qg.shapes]
         queries = [qg.gen() for _ in range(n)]
         if 'read-after-write' in feats:
             # a generator of its own: the other features' queries stay those of the seed
@@ -2493,6 +2532,25 @@ def main():
             if reduced_here.get(sig, 0) >= args.reduce_per_class or (cl[1] is not None and cl[0] > 3):
                 continue
             reduced_here[sig] = reduced_here.get(sig, 0) + 1
+            alone = run_one(pg, queries[i])
+            if not (failed(alone) and signature(alone) == sig):
+                # it needs what the session ran before it (a crash after
+                # the state an earlier query left, say): no reduction
+                log('  not reproduced alone (%s): it needs the queries the session ran before it'
+                    % alone[:200])
+                if i > 0:
+                    pq = queries[i - 1]
+                    psql_, pa = render(pq)
+                    log('  the query before it: %s%s%s' % (psql_, ('  -- parameters: ' + pa) if pa else '',
+                                                           ('  -- ' + pq.prep) if pq.prep else ''))
+                    if pq.raw:
+                        log('  (in a transaction that first copied a row of %s again, fz_m.raw_write, '
+                            'then rolled back)' % pq.raw)
+                decl = declarations(w, tables_of(queries[i], w) | (tables_of(queries[i - 1], w) if i else set()))
+                log('  declarations:\n' + '\n'.join('    ' + l for l in decl.splitlines()))
+                if cl[1] is None:
+                    cl[1] = (sql, a, queries[i].prep, queries[i].gucs, r, decl, args.seed, wseed)
+                continue
             rq, rr, tries = reduce_query(pg, queries[i], r, budget_end)
             rsql, ra = render(rq)
             log('  reduced (%d tries): %s%s%s' % (tries, rsql, ('  -- parameters: ' + ra) if ra else '',

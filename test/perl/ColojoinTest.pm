@@ -294,7 +294,7 @@ A test that waits until colojoin holds $expected connections to $node
 =cut
 
 my $colojoin_connections_sql =
-  "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin'";
+  "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%'";
 
 sub cj_colojoin_connections
 {

@@ -287,7 +287,7 @@ wait_remote_big_gone($node1, 'terminate');
 wait_remote_big_gone($node2, 'terminate');
 ok( $node1->poll_query_until(
 		'postgres',
-		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'colojoin'"),
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%'"),
 	'terminate: its connections to the nodes are closed');
 release($locker);
 $session->quit;
@@ -303,12 +303,12 @@ $session = cj_session($coord);
 start_statement($small);
 ok( $node1->poll_query_until(
 		'postgres',
-		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'colojoin' "
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%' "
 		  . "AND wait_event_type = 'Lock' AND query LIKE '%s_a_p%'"),
 	'at once: the tasks on n1 wait for the lock');
 ok( $node2->poll_query_until(
 		'postgres',
-		"SELECT count(*) >= 2 FROM pg_stat_activity WHERE application_name = 'colojoin' "
+		"SELECT count(*) >= 2 FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%' "
 		  . "AND xact_start IS NOT NULL AND query LIKE '%colojoin_cursor%s_a_p%'"),
 	'at once: both tasks on n2 were sent meanwhile');
 release($locker);

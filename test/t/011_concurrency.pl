@@ -170,7 +170,7 @@ my $sampler = cj_connection_sampler($node1, $node2);
 sub sample { return ($sampler->{sample}->())[0]; }
 ok( $node1->poll_query_until(
 		'postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin' "
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%' "
 		  . "AND wait_event_type = 'Lock' AND query LIKE '%a\\_p0%'",
 		'5'),
 	'all 5 clients are inside a join at once, held by the lock on n1');

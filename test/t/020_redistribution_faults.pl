@@ -241,7 +241,7 @@ start_query($other, $join);
 ok(wait_moves_held(2), 'both sessions\' moves wait for node2\'s rows at once');
 is( $node1->safe_psql(
 		'postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin' "
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%' "
 		  . "AND xact_start IS NOT NULL AND query LIKE '%pg\\_temp.\"colojoin\\_move%'"),
 	'2',
 	'both sessions move rows into node1 at once: two move tables open there');

@@ -87,11 +87,11 @@ my $h = IPC::Run::start(
 	IPC::Run::timeout(4 * $PostgreSQL::Test::Utils::timeout_default));
 ok( $node1->poll_query_until(
 		'postgres',
-		"SELECT count(*) >= $budget FROM pg_stat_activity WHERE application_name = 'colojoin'"),
+		"SELECT count(*) >= $budget FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%'"),
 	"the clients took n1's whole budget of $budget connections");
 ok( $node1->poll_query_until(
 		'postgres',
-		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'colojoin' "
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%' "
 		  . "AND wait_event_type = 'Lock'"),
 	'joins wait for the lock on n1');
 my $sampler = cj_connection_sampler($node1, $node2);
@@ -101,7 +101,7 @@ for (1 .. 5)
 	is(sample(), $budget, "n1 while the lock holds the joins: exactly the budget");
 }
 my $holders = $node1->safe_psql('postgres',
-	"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin' AND wait_event_type = 'Lock'");
+	"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%' AND wait_event_type = 'Lock'");
 note("joins holding n1's budget: $holders");
 $locker->query_safe('COMMIT');
 $locker->quit;
@@ -250,7 +250,7 @@ for my $node (@nodes)
 {
 	ok( $node->poll_query_until(
 			'postgres',
-			"SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin' "
+			"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%' "
 			  . "AND NOT (state = 'idle' AND state_change < clock_timestamp() - interval '200ms')",
 			'0'),
 		$node->name . ': the fan-out connections idle for longer than the timeout');

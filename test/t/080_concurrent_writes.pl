@@ -77,7 +77,7 @@ sub finish_statement
 
 # colojoin backends on the node waiting for a row lock
 my $lock_waits =
-    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'colojoin' "
+    "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%' "
   . "AND wait_event_type = 'Lock'";
 
 # --- two sessions, opposite orders ------------------------------------------
