@@ -46,6 +46,7 @@ lookup(Oid serverid, Oid userid, bool create)
 {
 	CjServerKey key;
 	bool		found;
+	CjServerIdentity *e;
 
 	if (identities == NULL)
 	{
@@ -61,7 +62,15 @@ lookup(Oid serverid, Oid userid, bool create)
 	}
 	key.serverid = serverid;
 	key.userid = userid;
-	return hash_search(identities, &key, create ? HASH_ENTER : HASH_FIND, &found);
+	e = hash_search(identities, &key, create ? HASH_ENTER : HASH_FIND, &found);
+	if (e != NULL && !found)
+	{
+		/* a new entry has learned nothing yet */
+		e->learned = 0;
+		e->node[0] = '\0';
+		e->role[0] = '\0';
+	}
+	return e;
 }
 
 /*
