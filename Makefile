@@ -37,6 +37,7 @@ OBJS = \
 	src/operations/shard_views.o \
 	src/operations/size_cache.o \
 	src/operations/activity.o \
+	src/operations/progress.o \
 	src/operations/shared_sizes.o \
 	src/operations/column_stats.o \
 	src/plan/aggregates.o \

@@ -58,3 +58,25 @@ CREATE FUNCTION colojoin.decisions_reset() RETURNS void
 AS 'MODULE_PATHNAME', 'colojoin_decisions_reset'
 LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION colojoin.decisions_reset() FROM PUBLIC;
+
+/*
+ * How far along colojoin's long operations are (create_shards, drop_shards,
+ * repair_placement): one row per session running one, with colojoin in
+ * shared_preload_libraries.
+ */
+CREATE FUNCTION colojoin.progress_info(
+	OUT pid integer,
+	OUT command text,
+	OUT relid regclass,
+	OUT phase text,
+	OUT units_done bigint,
+	OUT units_total bigint,
+	OUT started timestamptz,
+	OUT percent_done float8)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'colojoin_progress_info'
+LANGUAGE C STRICT VOLATILE;
+
+CREATE VIEW colojoin.progress AS
+	SELECT * FROM colojoin.progress_info();
+GRANT SELECT ON colojoin.progress TO PUBLIC;

@@ -18,6 +18,7 @@
 #include "exec/executor.h"
 #include "metadata/metadata.h"
 #include "operations/column_stats.h"
+#include "operations/progress.h"
 #include "plan/decision_stats.h"
 #include "operations/shared_sizes.h"
 #include "operations/size_cache.h"
@@ -201,6 +202,7 @@ _PG_init(void)
 	cj_shared_sizes_init();
 	cj_column_stats_init();
 	cj_decision_stats_init();
+	cj_progress_init();
 	cj_copy_from_init();
 	cj_truncate_init();
 

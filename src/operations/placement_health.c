@@ -36,6 +36,7 @@
 #include "utils/rel.h"
 
 #include "metadata/metadata.h"
+#include "operations/progress.h"
 #include "operations/placement_health.h"
 #include "remote/connection.h"
 #include "deparse/deparse.h"
@@ -263,6 +264,9 @@ colojoin_repair_placement(PG_FUNCTION_ARGS)
 	cj_check_two_phase(list_make2(src, dst));
 	cj_conn_note_dml(dst);
 	target = cj_qualified_name(stale->remote_schema, stale->remote_table);
+	cj_progress_begin("repair_placement", leafrelid,
+					  psprintf("copying rows from %s",
+							   GetForeignServer(source->serverid)->servername), 0);
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "TRUNCATE %s", target);
 	cj_exec_command(dst, sql.data, "repair of a stale placement");
@@ -285,5 +289,6 @@ colojoin_repair_placement(PG_FUNCTION_ARGS)
 					  2, argtypes, args, SPI_OK_DELETE);
 	CacheInvalidateRelcacheByRelid(leafrelid);
 	CacheInvalidateRelcacheByRelid(root);
+	cj_progress_end();
 	PG_RETURN_INT64(rows);
 }

@@ -43,6 +43,7 @@
 
 #include "metadata/colocation.h"
 #include "metadata/node_identity.h"
+#include "operations/progress.h"
 #include "operations/shard_create.h"
 #include "operations/shard_drop.h"
 #include "remote/connection.h"
@@ -616,6 +617,8 @@ colojoin_create_shards(PG_FUNCTION_ARGS)
 	table_close(parent, NoLock);
 
 	/* the local foreign partitions */
+	cj_progress_begin("create_shards", parent_relid,
+					  "creating the foreign partitions", modulus);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	for (r = 0; r < modulus; r++)
@@ -634,8 +637,10 @@ colojoin_create_shards(PG_FUNCTION_ARGS)
 		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not create partition \"%s\"", leaf);
 		pfree(sql);
+		cj_progress_advance(1);
 	}
 	SPI_finish();
+	cj_progress_phase("creating the tables on the nodes", modulus);
 
 	/* the tables on the nodes, in each node's remote transaction */
 	for (r = 0; r < modulus; r++)
@@ -701,7 +706,9 @@ colojoin_create_shards(PG_FUNCTION_ARGS)
 		/* made by colojoin, so drop_shards and DROP TABLE may drop it */
 		cj_record_shard_origin(get_relname_relid(leaf, nspid), placement[r],
 							   nspname, leaf);
+		cj_progress_advance(1);
 	}
+	cj_progress_end();
 
 	PG_RETURN_INT32(modulus);
 }

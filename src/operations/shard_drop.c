@@ -34,6 +34,7 @@
 
 #include "metadata/metadata.h"
 #include "metadata/node_identity.h"
+#include "operations/progress.h"
 #include "operations/shard_drop.h"
 #include "remote/connection.h"
 #include "util/catalog_query.h"
@@ -280,10 +281,13 @@ colojoin_drop_shards(PG_FUNCTION_ARGS)
 		become_user_again(&saved);
 	}
 
+	cj_progress_begin("drop_shards", parent, "dropping the tables on the nodes",
+					  list_length(leaves));
 	dropped = drop_recorded("o.leaf::pg_catalog.oid IN (SELECT relid FROM pg_catalog.pg_partition_tree($1::pg_catalog.regclass))",
 							1, argtypes, values);
 
 	/* the foreign partitions go too, and their replicas' registrations */
+	cj_progress_phase("dropping the foreign partitions", list_length(leaves));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	foreach(lc, leaves)
@@ -299,8 +303,10 @@ colojoin_drop_shards(PG_FUNCTION_ARGS)
 							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(leaf)),
 														name)),
 					false, 0);
+		cj_progress_advance(1);
 	}
 	SPI_finish();
+	cj_progress_end();
 	PG_RETURN_INT32(dropped);
 }
 
