@@ -47,6 +47,7 @@
 
 #include "exec/local_source.h"
 #include "exec/move_streams.h"
+#include "operations/progress.h"
 #include "remote/connection.h"
 #include "remote/row_decode.h"
 
@@ -548,6 +549,8 @@ cj_move_streams_run(CjMoveRun *runs, int nruns, Oid userid)
 	CjMoveRun **wave = palloc(sizeof(CjMoveRun *) * Max(nruns, 1));
 	int			left = nruns;
 
+	/* colojoin.progress: the moves of this scan, one destination a unit */
+	cj_progress_begin("move", InvalidOid, "moving rows between nodes", nruns);
 	while (left > 0)
 	{
 		int			nwave = 0;
@@ -577,7 +580,9 @@ cj_move_streams_run(CjMoveRun *runs, int nruns, Oid userid)
 		INSTR_TIME_SUBTRACT(end, start);
 		for (j = 0; j < nwave; j++)
 			wave[j]->seconds += INSTR_TIME_GET_DOUBLE(end);
+		cj_progress_advance(nwave);
 	}
+	cj_progress_end();
 	pfree(ran);
 	pfree(wave);
 }

@@ -48,6 +48,7 @@ fdw_servers(void)
 {
 	List	   *servers = NIL;
 	uint64		i;
+	MemoryContext caller = CurrentMemoryContext;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "colojoin: SPI_connect failed");
@@ -64,7 +65,13 @@ fdw_servers(void)
 															  1, &isnull));
 
 		if (cj_has_user_mapping(serverid, GetUserId()))
+		{
+			/* the list outlives SPI's memory */
+			MemoryContext old = MemoryContextSwitchTo(caller);
+
 			servers = lappend_oid(servers, serverid);
+			MemoryContextSwitchTo(old);
+		}
 	}
 	SPI_finish();
 	return servers;

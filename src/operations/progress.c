@@ -127,15 +127,17 @@ maybe_notice(void)
 	last_notice = now;
 	if (mine.total > 0)
 		ereport(NOTICE,
-				(errmsg("colojoin: %s of %s: %s, %lld of %lld",
+				(errmsg("colojoin: %s%s%s: %s, %lld of %lld",
 						mine.command,
-						OidIsValid(mine.relid) ? get_rel_name(mine.relid) : "?",
+						OidIsValid(mine.relid) ? " of " : "",
+						OidIsValid(mine.relid) ? get_rel_name(mine.relid) : "",
 						mine.phase, (long long) mine.done, (long long) mine.total)));
 	else
 		ereport(NOTICE,
-				(errmsg("colojoin: %s of %s: %s",
+				(errmsg("colojoin: %s%s%s: %s",
 						mine.command,
-						OidIsValid(mine.relid) ? get_rel_name(mine.relid) : "?",
+						OidIsValid(mine.relid) ? " of " : "",
+						OidIsValid(mine.relid) ? get_rel_name(mine.relid) : "",
 						mine.phase)));
 }
 
@@ -233,7 +235,10 @@ colojoin_progress_info(PG_FUNCTION_ARGS)
 		memset(nulls, false, sizeof(nulls));
 		values[0] = Int32GetDatum(s.pid);
 		values[1] = CStringGetTextDatum(s.command);
-		values[2] = ObjectIdGetDatum(s.relid);
+		if (OidIsValid(s.relid))
+			values[2] = ObjectIdGetDatum(s.relid);
+		else
+			nulls[2] = true;
 		values[3] = CStringGetTextDatum(s.phase);
 		values[4] = Int64GetDatum(s.done);
 		if (s.total > 0)

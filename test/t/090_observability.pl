@@ -1,0 +1,95 @@
+# test/t/090_observability.pl -- colojoin.activity and colojoin.progress
+# seen from another session: a session's colocated join held on a node by
+# a lock shows in colojoin.activity (its coordinator pid, the node backend
+# waiting for the lock and the node backend it waits for), and a
+# create_shards held on a node shows its phase in colojoin.progress.  Every
+# wait is on an event (a lock, pg_stat_activity, a row of a view), never
+# on time.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run;
+use ColojoinTest;
+
+my $c = cj_new_cluster(name => 'observe', nodes => 2);
+my $coord = $c->{coordinator};
+my ($node1, $node2) = @{ $c->{nodes} };
+
+cj_pair_tables($coord);
+my $join = 'SELECT count(*), coalesce(sum(b.w), 0) FROM a JOIN b ON a.k = b.k';
+my $expected = $coord->safe_psql('postgres', "SET colojoin.enable = off; $join");
+like($coord->safe_psql('postgres', "EXPLAIN (COSTS OFF) $join"),
+	qr/ColocatedJoin/, 'the join is colocated');
+
+# --- activity ------------------------------------------------------------
+
+# a's partitions on n1 locked: session A's tasks there wait for the lock
+my @n1_leaves = split /\n/, $node1->safe_psql('postgres',
+	"SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+	  . "WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname LIKE 'a\\_%' ORDER BY 1");
+ok(@n1_leaves > 0, 'n1 holds partitions of a');
+my $locker = cj_lock_tables($node1, @n1_leaves);
+my $locker_pid = $locker->query_safe('SELECT pg_backend_pid()');
+$locker_pid =~ s/\s+//g;
+
+my $a = cj_session($coord);
+my $a_pid = $a->query_safe('SELECT pg_backend_pid()');
+$a_pid =~ s/\s+//g;
+$a->{stderr} = '';
+$a->query_until(qr/statement started\n/,
+	"\\echo statement started\n$join;\n\\echo statement finished\n");
+ok( $node1->poll_query_until(
+		'postgres',
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%:$a_pid' "
+		  . "AND wait_event_type = 'Lock'"),
+	'activity: A waits for the lock on n1');
+
+# session B sees A's backends on both nodes, the one waiting and whom for
+my $seen = $coord->safe_psql('postgres',
+	"SELECT count(DISTINCT server), bool_or(wait_event_type = 'Lock'), "
+	  . "bool_or($locker_pid = ANY (blocked_by)) "
+	  . "FROM colojoin.activity WHERE coordinator_pid = $a_pid");
+is($seen, '2|t|t', 'activity: another session sees A on both nodes, waiting for the locker');
+is( $coord->safe_psql('postgres',
+		"SELECT count(*) FROM colojoin.activity WHERE coordinator_pid = pg_backend_pid()"),
+	'0', 'activity: B itself holds no node backend');
+
+$locker->query_safe('COMMIT');
+my $ok = pump_until($a->{run}, $a->{timeout}, \$a->{stdout}, qr/statement finished\n/);
+ok($ok, 'activity: A finished once the lock went');
+like($a->{stdout}, qr/\Q$expected\E/, 'activity: and its answer is right');
+$a->{stdout} = '';
+$locker->quit;
+
+# --- progress ------------------------------------------------------------
+
+# pg_class on n2 locked against writes: create_shards's table there waits
+# after the foreign partitions are made
+$locker = cj_session($node2);
+$locker->query_safe('BEGIN; LOCK TABLE pg_catalog.pg_class IN EXCLUSIVE MODE');
+$coord->safe_psql('postgres', 'CREATE TABLE big (k int, v text) PARTITION BY HASH (k)');
+$a->{stderr} = '';
+$a->query_until(qr/statement started\n/,
+	"\\echo statement started\nSELECT colojoin.create_shards('big', ARRAY['n1', 'n2'], 6);\n\\echo statement finished\n");
+ok( $coord->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 1 FROM colojoin.progress WHERE pid = $a_pid "
+		  . "AND phase = 'creating the tables on the nodes'"),
+	'progress: create_shards is seen creating the tables on the nodes');
+is( $coord->safe_psql('postgres',
+		"SELECT command, relid, units_total, units_done < units_total "
+		  . "FROM colojoin.progress WHERE pid = $a_pid"),
+	'create_shards|big|6|t', 'progress: its table, total and units done');
+$locker->query_safe('COMMIT');
+$ok = pump_until($a->{run}, $a->{timeout}, \$a->{stdout}, qr/statement finished\n/);
+ok($ok && $a->{stdout} =~ /^6$/m, 'progress: create_shards finished');
+is($coord->safe_psql('postgres', "SELECT count(*) FROM colojoin.progress WHERE pid = $a_pid"),
+	'0', 'progress: its row is gone');
+$locker->quit;
+$a->quit;
+
+done_testing();
