@@ -12,6 +12,7 @@
 CREATE FUNCTION colojoin.node_activity(
 	OUT coordinator_pid integer,
 	OUT server text,
+	OUT node text,
 	OUT remote_pid integer,
 	OUT state text,
 	OUT wait_event_type text,

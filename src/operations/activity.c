@@ -147,17 +147,21 @@ colojoin_node_activity(PG_FUNCTION_ARGS)
 		}
 		for (r = 0; r < PQntuples(res); r++)
 		{
-			Datum		values[11];
-			bool		nulls[11];
+			Datum		values[12];
+			bool		nulls[12];
 			int			f;
 
 			memset(nulls, false, sizeof(nulls));
 			values[0] = Int32GetDatum(atoi(PQgetvalue(res, r, 0)));
 			values[1] = CStringGetTextDatum(GetForeignServer(serverid)->servername);
-			values[2] = Int32GetDatum(atoi(PQgetvalue(res, r, 1)));
+			if (node != NULL)
+				values[2] = CStringGetTextDatum(node);
+			else
+				nulls[2] = true;
+			values[3] = Int32GetDatum(atoi(PQgetvalue(res, r, 1)));
 			for (f = 2; f < 10; f++)
 			{
-				int			col = f + 1;
+				int			col = f + 2;
 
 				if (PQgetisnull(res, r, f))
 				{
@@ -166,14 +170,14 @@ colojoin_node_activity(PG_FUNCTION_ARGS)
 				}
 				switch (col)
 				{
-					case 6:
+					case 7:
 						values[col] = OidInputFunctionCall(array_input,
 														   PQgetvalue(res, r, f),
 														   array_ioparam, -1);
 						break;
-					case 7:
 					case 8:
 					case 9:
+					case 10:
 						values[col] = DirectFunctionCall3(timestamptz_in,
 														  CStringGetDatum(PQgetvalue(res, r, f)),
 														  ObjectIdGetDatum(InvalidOid),
