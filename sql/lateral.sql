@@ -272,7 +272,13 @@ SELECT q, (cj_lat.check(q, 'with subquery')).* FROM (VALUES
 	('SELECT o.ok, t.n, t.q FROM o JOIN (SELECT lk, count(*) AS n, sum(lq) AS q FROM li GROUP BY lk) t ON t.lk = o.ok AND t.q BETWEEN 5 AND 20 WHERE t.n <> 3 AND o.oc < 4'),
 	-- one in the ON clause of a left join it is kept by decides matches,
 	-- not rows: not a filter of the subquery
-	('SELECT o.ok, t.n, s."Qty" FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok LEFT JOIN "Ship Log" s ON s."OrdKey" = o.ok AND t.n > 2')
+	('SELECT o.ok, t.n, s."Qty" FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok LEFT JOIN "Ship Log" s ON s."OrdKey" = o.ok AND t.n > 2'),
+	-- in EXISTS (a semi join PostgreSQL may make inner, the subquery being
+	-- unique on its key), NOT EXISTS, and a left join's ON clause, a
+	-- condition on the subquery alone filters its rows
+	('SELECT count(*) FROM o WHERE EXISTS (SELECT FROM (SELECT lk, count(*) AS n FROM li GROUP BY lk) e WHERE e.lk = o.ok AND e.n > 6)'),
+	('SELECT count(*) FROM o WHERE NOT EXISTS (SELECT FROM (SELECT lk, count(*) AS n FROM li GROUP BY lk) e WHERE e.lk = o.ok AND e.n > 6)'),
+	('WITH t AS (SELECT lk, count(*) AS n FROM li GROUP BY lk) SELECT o.ok, t.n FROM o LEFT JOIN t ON t.lk = o.ok AND t.n > 6')
 ) v(q);
 
 -- not grouped by the key, limited over all partitions, or preserved by an
@@ -283,8 +289,9 @@ SELECT q, (cj_lat.check(q, 'with subquery')).same FROM (VALUES
 	('SELECT t.lk, o.ok FROM (SELECT lk, count(*) AS n FROM li GROUP BY lk) t LEFT JOIN o ON o.ok = t.lk'),
 	-- a condition PostgreSQL derived (t.lk = 14 from o.ok = 14) is nowhere to read
 	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.ok = 14'),
-	-- nullable: its ON condition was moved into PostgreSQL's copy
-	('WITH t AS (SELECT lk, count(*) AS n FROM li GROUP BY lk) SELECT o.ok, t.n FROM o LEFT JOIN t ON t.lk = o.ok AND t.n > 1')
+	-- a condition above the left join that makes it nullable reads
+	-- NULL-extended rows: not a filter of the subquery
+	('WITH t AS (SELECT lk, count(*) AS n FROM li GROUP BY lk) SELECT o.ok, t.n FROM o LEFT JOIN t ON t.lk = o.ok WHERE t.n IS NULL OR t.n > 6')
 ) v(q);
 SET colojoin.log_decisions = on;
 SELECT count(*) FROM o JOIN (SELECT lq, count(*) AS n FROM li GROUP BY lq) t ON t.lq = o.ok;

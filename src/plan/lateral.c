@@ -166,15 +166,9 @@ conjuncts(Node *node, List *result)
 	return lappend(result, node);
 }
 
-/*
- * jointree_quals_of
- *		The conditions of the query's join tree that read relation rti
- *		alone; filters only: not those of an outer join's ON clause, which
- *		decide what matches, not what stays (with every: those too).
- */
+/* the conditions of the query's join tree that read relation rti alone */
 static List *
-jointree_quals_of(PlannerInfo *root, Node *jtnode, Index rti, bool every,
-				  List *result)
+jointree_quals_of(PlannerInfo *root, Node *jtnode, Index rti, List *result)
 {
 	List	   *quals = NIL;
 	ListCell   *lc;
@@ -186,17 +180,16 @@ jointree_quals_of(PlannerInfo *root, Node *jtnode, Index rti, bool every,
 		FromExpr   *f = (FromExpr *) jtnode;
 
 		foreach(lc, f->fromlist)
-			result = jointree_quals_of(root, lfirst(lc), rti, every, result);
+			result = jointree_quals_of(root, lfirst(lc), rti, result);
 		quals = conjuncts(f->quals, NIL);
 	}
 	else if (IsA(jtnode, JoinExpr))
 	{
 		JoinExpr   *j = (JoinExpr *) jtnode;
 
-		result = jointree_quals_of(root, j->larg, rti, every, result);
-		result = jointree_quals_of(root, j->rarg, rti, every, result);
-		if (every || j->jointype == JOIN_INNER)
-			quals = conjuncts(j->quals, NIL);
+		result = jointree_quals_of(root, j->larg, rti, result);
+		result = jointree_quals_of(root, j->rarg, rti, result);
+		quals = conjuncts(j->quals, NIL);
 	}
 	foreach(lc, quals)
 	{
@@ -234,21 +227,89 @@ ec_fixes_column(PlannerInfo *root, RelOptInfo *rel)
 	return false;
 }
 
-/* whether an outer, semi or anti join may null or drop rti's rows */
+/*
+ * filters_of
+ *		The conditions of the query's join tree (below jtnode) that filter
+ *		the rows of relation rti before anything joins them: those reading
+ *		rti alone in a WHERE or an inner join's ON clause while no outer join
+ *		below makes it nullable, or in the ON clause of a left, semi or anti
+ *		join (or one PostgreSQL proved unique and made inner: the join tree
+ *		still says semi) whose inner side holds it.  Others reading rti alone
+ *		(a preserved side's ON condition, a WHERE above the join that nulls
+ *		it) decide matches or see NULL-extended rows: *other is set.
+ *		Returns whether jtnode holds rti; *nullable, whether a join below
+ *		may null its rows.
+ */
 static bool
-rel_nullable(PlannerInfo *root, Index rti)
+filters_of(PlannerInfo *root, Node *jtnode, Index rti, List **filters,
+		   bool *other, bool *nullable)
 {
+	List	   *quals = NIL;
+	bool		holds = false;
+	bool		filtering = false;
 	ListCell   *lc;
 
-	foreach(lc, root->join_info_list)
+	*nullable = false;
+	if (jtnode == NULL)
+		return false;
+	if (IsA(jtnode, RangeTblRef))
+		return ((RangeTblRef *) jtnode)->rtindex == (int) rti;
+	if (IsA(jtnode, FromExpr))
 	{
-		SpecialJoinInfo *sj = lfirst(lc);
+		FromExpr   *f = (FromExpr *) jtnode;
 
-		if (bms_is_member(rti, sj->syn_righthand) ||
-			(sj->jointype == JOIN_FULL && bms_is_member(rti, sj->syn_lefthand)))
-			return true;
+		foreach(lc, f->fromlist)
+		{
+			bool		n;
+
+			if (filters_of(root, lfirst(lc), rti, filters, other, &n))
+			{
+				holds = true;
+				*nullable = n;
+			}
+		}
+		quals = conjuncts(f->quals, NIL);
+		filtering = holds && !*nullable;
 	}
-	return false;
+	else if (IsA(jtnode, JoinExpr))
+	{
+		JoinExpr   *j = (JoinExpr *) jtnode;
+		bool		nl;
+		bool		nr;
+		bool		in_left = filters_of(root, j->larg, rti, filters, other, &nl);
+		bool		in_right = filters_of(root, j->rarg, rti, filters, other, &nr);
+
+		holds = in_left || in_right;
+		quals = conjuncts(j->quals, NIL);
+		switch (j->jointype)
+		{
+			case JOIN_INNER:
+				*nullable = in_left ? nl : nr;
+				filtering = holds && !*nullable;
+				break;
+			case JOIN_LEFT:
+			case JOIN_SEMI:
+			case JOIN_ANTI:
+				filtering = in_right && !nr;
+				*nullable = in_right || nl;
+				break;
+			default:
+				*nullable = true;
+				break;
+		}
+	}
+	foreach(lc, quals)
+	{
+		Relids		varnos = pull_varnos(root, lfirst(lc));
+
+		if (bms_membership(varnos) != BMS_SINGLETON || !bms_is_member(rti, varnos))
+			continue;
+		if (filtering)
+			*filters = lappend(*filters, lfirst(lc));
+		else
+			*other = true;
+	}
+	return holds;
 }
 
 /*
@@ -266,7 +327,7 @@ may_have_lost_quals(PlannerInfo *root, RelOptInfo *rel, Query *sq)
 		return false;			/* PostgreSQL pushes nothing into it */
 	return rel->baserestrictinfo != NIL || ec_fixes_column(root, rel) ||
 		jointree_quals_of(root, (Node *) root->parse->jointree, rel->relid,
-						  true, NIL) != NIL;
+						  NIL) != NIL;
 }
 
 /* a column of the subquery's table rti, as its copy names it */
@@ -489,6 +550,7 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	Oid			user = ((CjBaseRel *) linitial(og->rels))->checkasuser;
 	char	   *why = NULL;
 	bool		own_quals = false;	/* its conditions read from the query */
+	List	   *own_filters = NIL;
 	List	   *quals;
 
 	if (sq == NULL || sq->commandType != CMD_SELECT || sq->utilityStmt != NULL)
@@ -505,15 +567,24 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	else if (!cj_is_lateral_rel(rel) &&
 			 (sq->limitCount != NULL || sq->limitOffset != NULL))
 		why = "limits its rows over all partitions";
-	else if (!cj_is_lateral_rel(rel) && !rel_nullable(root, rel->relid))
+	else if (!cj_is_lateral_rel(rel))
 	{
 		/*
-		 * Inner joined only: every condition of the query on it alone is a
-		 * filter of its rows, whether or not PostgreSQL moved it into its
-		 * own copy, so the task applies them all around the subquery.  One
-		 * an equivalence class derived is nowhere to read.
+		 * The query's conditions on its rows alone that filter them are
+		 * applied around it in the task: PostgreSQL moved them into its own
+		 * copy.  One an equivalence class derived is nowhere to read.  The
+		 * others reading it alone (a preserved side's ON condition, a WHERE
+		 * above a join that nulls it) PostgreSQL keeps with the joins, where
+		 * the group's tree or the coordinator evaluates them.
 		 */
-		if (ec_fixes_column(root, rel))
+		bool		other = false;
+		bool		nullable;
+
+		(void) filters_of(root, (Node *) root->parse->jointree, rel->relid,
+						  &own_filters, &other, &nullable);
+		if (rte->security_barrier)
+			why = "is a security-barrier view";
+		else if (ec_fixes_column(root, rel))
 			why = "has conditions PostgreSQL derived from others";
 		own_quals = true;
 	}
@@ -645,8 +716,7 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	 */
 	quals = NIL;
 	if (own_quals)
-		quals = jointree_quals_of(root, (Node *) root->parse->jointree,
-								  rel->relid, false, NIL);
+		quals = own_filters;
 	else
 		foreach(lc, rel->baserestrictinfo)
 		{
