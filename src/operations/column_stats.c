@@ -13,9 +13,10 @@
  *	  n_distinct and null_frac with its size.  get_relation_stats_hook
  *	  hands the planner, for a column of a sharded table (or of one of its
  *	  foreign leaves) that has no pg_statistic row of its own, a row
- *	  carrying only the null fraction and the number of distinct values:
- *	  no most common values, no histogram, nothing a value could leak
- *	  through.
+ *	  carrying the null fraction, the number of distinct values and, for
+ *	  numbers, dates and timestamps, a histogram of just the lowest and
+ *	  highest value the nodes' histograms show (so that a range condition
+ *	  is interpolated, not guessed): no most common values.
  *
  *	  Over the whole table: a partition key's values are disjoint between
  *	  partitions, so their counts add up.  Another column's leaves draw
@@ -40,11 +41,14 @@
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_statistic.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/selfuncs.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "metadata/metadata.h"
 #include "operations/column_stats.h"
@@ -61,7 +65,19 @@ typedef struct LeafColumn
 	double		rows;
 	double		ndistinct;		/* absolute */
 	double		nullfrac;
+	Oid			type;			/* the remote column's type */
+	const char *low;			/* its histogram's first and last bound, */
+	const char *high;			/* as text (NULL: none) */
 } LeafColumn;
+
+/* the lowest and highest value of a column over a table's leaves */
+typedef struct ColumnBounds
+{
+	Oid			type;			/* InvalidOid: none known */
+	Oid			collation;
+	Datum		low;
+	Datum		high;
+} ColumnBounds;
 
 /* what leaf's node said of the column (fetch: asking it if need be) */
 static bool
@@ -70,8 +86,11 @@ leaf_column(CjLeaf *leaf, AttrNumber top_attno, bool fetch, LeafColumn *lc)
 	if (!leaf->is_foreign || top_attno < 1 || top_attno > leaf->natts ||
 		leaf->remote_colnames[top_attno - 1] == NULL)
 		return false;
+	lc->low = lc->high = NULL;
+	lc->type = InvalidOid;
 	if (!cj_leaf_column_stats(leaf->relid, leaf->remote_colnames[top_attno - 1],
-							  fetch, &lc->rows, &lc->ndistinct, &lc->nullfrac))
+							  fetch, &lc->rows, &lc->ndistinct, &lc->nullfrac,
+							  &lc->type, &lc->low, &lc->high))
 	{
 		/* an empty leaf's node may have no statistics of it: no rows */
 		double		pages;
@@ -116,7 +135,70 @@ domain_size(double d, double n)
 	return exp((lo + hi) / 2);
 }
 
-static bool table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out);
+/*
+ * bound_type
+ *		Whether a column of type typid gets bounds from its nodes: a built-in
+ *		type whose text its own input reads back whatever the node's
+ *		settings (the nodes' sessions use ISO dates), and that orders like a
+ *		number (what the planner interpolates a range in).
+ */
+static bool
+bound_type(Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+		case DATEOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * widen_bounds
+ *		b widened to the bounds a leaf's node gave (lc), when the column's
+ *		type (typid, of the coordinator's table) is the node's too.
+ */
+static void
+widen_bounds(ColumnBounds *b, Oid typid, Oid collation, const LeafColumn *lc)
+{
+	Oid			input;
+	Oid			ioparam;
+	Datum		low;
+	Datum		high;
+	TypeCacheEntry *tc;
+
+	if (lc->low == NULL || lc->high == NULL || lc->type != typid ||
+		!bound_type(typid))
+		return;
+	getTypeInputInfo(typid, &input, &ioparam);
+	low = OidInputFunctionCall(input, (char *) lc->low, ioparam, -1);
+	high = OidInputFunctionCall(input, (char *) lc->high, ioparam, -1);
+	if (!OidIsValid(b->type))
+	{
+		b->type = typid;
+		b->collation = collation;
+		b->low = low;
+		b->high = high;
+		return;
+	}
+	tc = lookup_type_cache(typid, TYPECACHE_CMP_PROC_FINFO);
+	if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo, collation, low, b->low)) < 0)
+		b->low = low;
+	if (DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo, collation, high, b->high)) > 0)
+		b->high = high;
+}
+
+static bool table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out,
+							   ColumnBounds *bounds);
 
 /*
  * table_column
@@ -128,24 +210,33 @@ static bool table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out);
  *		known.
  */
 static bool
-table_column(CjTable *t, AttrNumber attno, LeafColumn *out)
+table_column(CjTable *t, AttrNumber attno, LeafColumn *out,
+			 ColumnBounds *bounds)
 {
-	if (table_column_known(t, attno, out))
+	if (table_column_known(t, attno, out, bounds))
 		return true;
 	if (t->nclasses > 0 && t->classes[0].nleaves > 0)
 	{
 		LeafColumn	first;
 
 		(void) leaf_column(&t->classes[0].leaves[0], attno, true, &first);
-		return table_column_known(t, attno, out);
+		return table_column_known(t, attno, out, bounds);
 	}
 	return false;
 }
 
-/* table_column over the leaves known without asking a node */
+/*
+ * table_column_known
+ *		table_column over the leaves known without asking a node, and the
+ *		column's lowest and highest value over them (bounds).
+ */
 static bool
-table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out)
+table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out,
+				   ColumnBounds *bounds)
 {
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
 	bool		is_key = t->partnatts == 1 && t->partattrs[0] == attno;
 	double		rows = 0;
 	double		nulls = 0;
@@ -160,6 +251,8 @@ table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out)
 
 	if (!t->all_foreign)
 		return false;
+	memset(bounds, 0, sizeof(*bounds));
+	get_atttypetypmodcoll(t->relid, attno, &typid, &typmod, &collid);
 	for (c = 0; c < t->nclasses; c++)
 		for (l = 0; l < t->classes[c].nleaves; l++)
 		{
@@ -171,6 +264,7 @@ table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out)
 			nknown++;
 			if (lc.rows <= 0)
 				continue;
+			widen_bounds(bounds, typid, collid, &lc);
 			rows += lc.rows;
 			nulls += lc.rows * lc.nullfrac;
 			sum_distinct += lc.ndistinct;
@@ -251,11 +345,15 @@ free_stats_tuple(HeapTuple tuple)
 /*
  * stats_tuple
  *		A pg_statistic row of relid's column attnum saying only its null
- *		fraction and distinct values (negative: a fraction of the rows, as
- *		ANALYZE writes it when they grow with the table).
+ *		fraction, distinct values (negative: a fraction of the rows, as
+ *		ANALYZE writes it when they grow with the table) and, when bounds
+ *		knows them, a histogram of just its lowest and highest value, so
+ *		that the planner interpolates a range condition in it instead of
+ *		guessing.
  */
 static HeapTuple
-stats_tuple(Oid relid, AttrNumber attnum, bool inh, const LeafColumn *col)
+stats_tuple(Oid relid, AttrNumber attnum, bool inh, const LeafColumn *col,
+			const ColumnBounds *bounds)
 {
 	Datum		values[Natts_pg_statistic];
 	bool		nulls[Natts_pg_statistic];
@@ -292,6 +390,27 @@ stats_tuple(Oid relid, AttrNumber attnum, bool inh, const LeafColumn *col)
 		nulls[Anum_pg_statistic_stanumbers1 - 1 + i] = true;
 		nulls[Anum_pg_statistic_stavalues1 - 1 + i] = true;
 	}
+	if (OidIsValid(bounds->type) && bounds->type == typid)
+	{
+		TypeCacheEntry *tc = lookup_type_cache(typid, TYPECACHE_LT_OPR |
+											   TYPECACHE_CMP_PROC_FINFO);
+		Datum		ends[2];
+
+		ends[0] = bounds->low;
+		ends[1] = bounds->high;
+		if (OidIsValid(tc->lt_opr) &&
+			DatumGetInt32(FunctionCall2Coll(&tc->cmp_proc_finfo, bounds->collation,
+											ends[0], ends[1])) < 0)
+		{
+			values[Anum_pg_statistic_stakind1 - 1] = Int16GetDatum(STATISTIC_KIND_HISTOGRAM);
+			values[Anum_pg_statistic_staop1 - 1] = ObjectIdGetDatum(tc->lt_opr);
+			values[Anum_pg_statistic_stacoll1 - 1] = ObjectIdGetDatum(bounds->collation);
+			values[Anum_pg_statistic_stavalues1 - 1] =
+				PointerGetDatum(construct_array(ends, 2, typid, tc->typlen,
+												tc->typbyval, tc->typalign));
+			nulls[Anum_pg_statistic_stavalues1 - 1] = false;
+		}
+	}
 	return heap_form_tuple(statistic_desc, values, nulls);
 }
 
@@ -300,6 +419,7 @@ cj_relation_stats(PlannerInfo *root, RangeTblEntry *rte, AttrNumber attnum,
 				  VariableStatData *vardata)
 {
 	LeafColumn	col;
+	ColumnBounds bounds;
 	bool		known = false;
 
 	if (prev_relation_stats &&
@@ -320,7 +440,7 @@ cj_relation_stats(PlannerInfo *root, RangeTblEntry *rte, AttrNumber attnum,
 	{
 		CjTable    *t = cj_get_table(rte->relid);
 
-		known = t != NULL && table_column(t, attnum, &col);
+		known = t != NULL && table_column(t, attnum, &col, &bounds);
 	}
 	else if (!rte->inh)
 	{
@@ -330,11 +450,21 @@ cj_relation_stats(PlannerInfo *root, RangeTblEntry *rte, AttrNumber attnum,
 		known = leaf != NULL && leaf_column(leaf, top_attno, true, &col) &&
 			col.rows > 0;
 		if (known)
+		{
+			Oid			typid;
+			int32		typmod;
+			Oid			collid;
+
 			col.ndistinct = Max(col.ndistinct, 1);
+			memset(&bounds, 0, sizeof(bounds));
+			get_atttypetypmodcoll(rte->relid, attnum, &typid, &typmod, &collid);
+			widen_bounds(&bounds, typid, collid, &col);
+		}
 	}
 	if (!known)
 		return false;
-	vardata->statsTuple = stats_tuple(rte->relid, attnum, rte->inh, &col);
+	vardata->statsTuple = stats_tuple(rte->relid, attnum, rte->inh, &col,
+									  &bounds);
 	vardata->freefunc = free_stats_tuple;
 	return true;
 }

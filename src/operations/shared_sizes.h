@@ -11,7 +11,7 @@
 #include "datatype/timestamp.h"
 
 /* the most columns of a leaf an entry holds */
-#define CJ_SHARED_SIZE_COLS 48
+#define CJ_SHARED_SIZE_COLS 32
 
 typedef struct CjSharedColumn
 {
@@ -19,6 +19,8 @@ typedef struct CjSharedColumn
 	Oid			type;
 	double		ndistinct;		/* as pg_stats says; 0: unknown */
 	double		nullfrac;
+	char		lo[40];			/* its histogram's first and last bound, */
+	char		hi[40];			/* "" when none (or too long to share) */
 } CjSharedColumn;
 
 typedef struct CjSharedSize

@@ -68,6 +68,8 @@ typedef struct SizeEntry
 	/* and their distinct values by the node's statistics (0: unknown) */
 	double	   *colndistinct;
 	double	   *colnullfrac;	/* their fraction of NULLs (0: unknown) */
+	char	  **colmin;			/* their histogram's first and last bound, */
+	char	  **colmax;			/* as text (NULL: none) */
 } SizeEntry;
 
 static HTAB *sizes = NULL;
@@ -172,11 +174,20 @@ alloc_columns(SizeEntry *e, bool found, int size)
 	if (found && e->colnames != NULL)
 	{
 		while (e->ncols > 0)
-			pfree(e->colnames[--e->ncols]);
+		{
+			e->ncols--;
+			pfree(e->colnames[e->ncols]);
+			if (e->colmin[e->ncols])
+				pfree(e->colmin[e->ncols]);
+			if (e->colmax[e->ncols])
+				pfree(e->colmax[e->ncols]);
+		}
 		pfree(e->colnames);
 		pfree(e->coltypes);
 		pfree(e->colndistinct);
 		pfree(e->colnullfrac);
+		pfree(e->colmin);
+		pfree(e->colmax);
 	}
 	e->ncols = 0;
 	size = Max(size, 1);
@@ -184,6 +195,8 @@ alloc_columns(SizeEntry *e, bool found, int size)
 	e->coltypes = MemoryContextAlloc(sizes_cxt, sizeof(Oid) * size);
 	e->colndistinct = MemoryContextAlloc(sizes_cxt, sizeof(double) * size);
 	e->colnullfrac = MemoryContextAlloc(sizes_cxt, sizeof(double) * size);
+	e->colmin = MemoryContextAllocZero(sizes_cxt, sizeof(char *) * size);
+	e->colmax = MemoryContextAllocZero(sizes_cxt, sizeof(char *) * size);
 }
 
 /* e as the shared entry of another backend has it */
@@ -202,6 +215,8 @@ entry_from_shared(SizeEntry *e, bool found, const CjSharedSize *s)
 		e->coltypes[i] = s->cols[i].type;
 		e->colndistinct[i] = s->cols[i].ndistinct;
 		e->colnullfrac[i] = s->cols[i].nullfrac;
+		e->colmin[i] = s->cols[i].lo[0] ? MemoryContextStrdup(sizes_cxt, s->cols[i].lo) : NULL;
+		e->colmax[i] = s->cols[i].hi[0] ? MemoryContextStrdup(sizes_cxt, s->cols[i].hi) : NULL;
 	}
 	e->ncols = s->ncols;
 }
@@ -242,17 +257,54 @@ publish(Oid leaf, SizeEntry *e)
 		s->cols[i].type = e->coltypes[i];
 		s->cols[i].ndistinct = e->colndistinct[i];
 		s->cols[i].nullfrac = e->colnullfrac[i];
+		/* bounds too long to share are left out (empty: none), both */
+		if (e->colmin[i] && e->colmax[i] &&
+			e->colmin[i][0] && e->colmax[i][0] &&
+			strlen(e->colmin[i]) < sizeof(s->cols[i].lo) &&
+			strlen(e->colmax[i]) < sizeof(s->cols[i].hi))
+		{
+			strlcpy(s->cols[i].lo, e->colmin[i], sizeof(s->cols[i].lo));
+			strlcpy(s->cols[i].hi, e->colmax[i], sizeof(s->cols[i].hi));
+		}
 	}
 	cj_shared_size_put(leaf, s);
 	pfree(s);
 }
 
 /*
+ * counted_text
+ *		"length:text" at *p (length -1 and nothing: none) into *out, *p past
+ *		it; false when *p holds no such item.
+ */
+static bool
+counted_text(const char **p, char **out)
+{
+	char	   *end;
+	long		len = strtol(*p, &end, 10);
+
+	if (*end != ':')
+		return false;
+	if (len < 0)
+	{
+		*out = NULL;
+		*p = end + 1;
+		return true;
+	}
+	if ((long) strlen(end + 1) < len)
+		return false;
+	*out = pnstrdup(end + 1, len);
+	*p = end + 1 + len;
+	return true;
+}
+
+/*
  * set_columns
  *		e's remote columns from the node's list:
- *		"type:ndistinct:nullfrac:length:name" for each (pg_stats' n_distinct
- *		and null_frac, 0 when the node has none; a name may hold any
- *		character, so it is counted, not delimited).
+ *		"type:ndistinct:nullfrac:length:name" then "length:low" and
+ *		"length:high" for each (pg_stats' n_distinct and null_frac, 0 when
+ *		the node has none; the histogram's first and last bound, length -1
+ *		without one; text may hold any character, so it is counted, not
+ *		delimited).
  */
 static void
 set_columns(SizeEntry *e, bool found, const char *list)
@@ -289,13 +341,20 @@ set_columns(SizeEntry *e, bool found, const char *list)
 			e->coltypes = repalloc(e->coltypes, sizeof(Oid) * size);
 			e->colndistinct = repalloc(e->colndistinct, sizeof(double) * size);
 			e->colnullfrac = repalloc(e->colnullfrac, sizeof(double) * size);
+			e->colmin = repalloc(e->colmin, sizeof(char *) * size);
+			e->colmax = repalloc(e->colmax, sizeof(char *) * size);
 		}
 		e->coltypes[n] = typid;
 		e->colndistinct[n] = nd;
 		e->colnullfrac[n] = nf;
 		e->colnames[n] = pnstrdup(end + 1, len);
+		e->colmin[n] = NULL;
+		e->colmax[n] = NULL;
 		n++;
 		p = end + 1 + len;
+		if (!counted_text(&p, &e->colmin[n - 1]) ||
+			!counted_text(&p, &e->colmax[n - 1]))
+			break;
 	}
 	e->ncols = n;
 	MemoryContextSwitchTo(old);
@@ -344,11 +403,16 @@ fetch_sizes(CjTable *t, Oid only_server)
 									"SELECT s.i, c.reltuples, c.relpages, "
 									"COALESCE(pg_catalog.pg_stat_get_live_tuples(c.oid), -1), "
 									"(SELECT pg_catalog.string_agg(a.atttypid::pg_catalog.text || ':' || "
-									"COALESCE((SELECT st.n_distinct::pg_catalog.text || ':' || st.null_frac::pg_catalog.text "
-									"FROM pg_catalog.pg_stats st WHERE st.schemaname = n.nspname "
-									"AND st.tablename = c.relname AND st.attname = a.attname AND NOT st.inherited), '0:0') || ':' || "
-									"pg_catalog.octet_length(a.attname::pg_catalog.text) || ':' || a.attname, '' ORDER BY a.attnum) "
-									"FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) "
+									"COALESCE(st.n_distinct::pg_catalog.text || ':' || st.null_frac::pg_catalog.text, '0:0') || ':' || "
+									"pg_catalog.octet_length(a.attname::pg_catalog.text) || ':' || a.attname || "
+									"COALESCE(pg_catalog.octet_length(b.lo) || ':' || b.lo, '-1:') || "
+									"COALESCE(pg_catalog.octet_length(b.hi) || ':' || b.hi, '-1:'), '' ORDER BY a.attnum) "
+									"FROM pg_catalog.pg_attribute a "
+									"LEFT JOIN pg_catalog.pg_stats st ON st.schemaname = n.nspname "
+									"AND st.tablename = c.relname AND st.attname = a.attname AND NOT st.inherited "
+									"LEFT JOIN LATERAL (SELECT h[1] AS lo, h[pg_catalog.array_upper(h, 1)] AS hi "
+									"FROM (SELECT st.histogram_bounds::pg_catalog.text::pg_catalog.text[] AS h) x) b ON true "
+									"WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) "
 									"FROM ROWS FROM (pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[]), "
 									"pg_catalog.unnest(ARRAY[%s]::pg_catalog.text[])) "
 									"WITH ORDINALITY AS s(nsp, rel, i) "
@@ -589,13 +653,16 @@ cj_leaf_remote_ndistinct(Oid leaf, const char *colname, double *ndistinct)
 /*
  * cj_leaf_column_stats
  *		What leaf's node said of it and of its column colname: rows, distinct
- *		values (a count) and fraction of NULLs.  With fetch false only what
+ *		values (a count), fraction of NULLs, and the column's remote type and
+ *		its histogram's first and last bound as text (NULL: none; any of
+ *		the last three may be asked for with NULL).  With fetch false only what
  *		this backend or another of the server read already: no node is
  *		asked.  false when that is not known.
  */
 bool
 cj_leaf_column_stats(Oid leaf, const char *colname, bool fetch,
-					 double *rows, double *ndistinct, double *nullfrac)
+					 double *rows, double *ndistinct, double *nullfrac,
+					 Oid *type, const char **low, const char **high)
 {
 	SizeEntry  *e;
 	int			i;
@@ -614,6 +681,12 @@ cj_leaf_column_stats(Oid leaf, const char *colname, bool fetch,
 	*ndistinct = e->colndistinct[i] < 0 ?
 		-e->colndistinct[i] * e->tuples : e->colndistinct[i];
 	*nullfrac = e->colnullfrac[i];
+	if (type != NULL)
+		*type = e->coltypes[i];
+	if (low != NULL)
+		*low = e->colmin[i];
+	if (high != NULL)
+		*high = e->colmax[i];
 	return true;
 }
 

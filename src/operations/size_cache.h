@@ -33,7 +33,8 @@ extern bool cj_leaf_remote_ndistinct(Oid leaf, const char *colname,
 /* pg_class.reltuples of relid: -1 when never counted */
 extern bool cj_leaf_column_stats(Oid leaf, const char *colname, bool fetch,
 								 double *rows, double *ndistinct,
-								 double *nullfrac);
+								 double *nullfrac, Oid *type,
+								 const char **low, const char **high);
 
 extern float4 cj_rel_reltuples(Oid relid);
 
