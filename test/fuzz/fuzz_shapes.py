@@ -359,7 +359,7 @@ class Shapes:
             if q.group and rng.random() < 0.3:
                 j = len(q.group) + rng.randrange(len(q.aggs))
                 self.order_limit(q, len(q.group) + len(q.aggs), ['%d DESC' % (j + 1)])
-            if 'hints' in self.f and len(q.items) > 1 and rng.random() < 0.15:
+            if 'hints' in self.f and len(q.items) > 1 and rng.random() < 0.05:
                 q.phint = one['alias'] if one is not None and rng.random() < 0.8 else \
                     rng.choice(q.items)['alias']
         else:
@@ -442,7 +442,7 @@ class Shapes:
         t = it['table']
         a = it['alias']
         k = keys(t)[0]
-        if k['family'] == f and rng.random() < 0.65:
+        if k['family'] == f and rng.random() < 0.8:
             return k['tmpl'].format(a=a), (k['cols'][0] if f == 'text' else k['name'])
         c = rng.choice(BY_FAMILY[f])
         return col_expr(a, c), c
@@ -475,9 +475,9 @@ class Shapes:
             kind = rng.choice(kinds)
             it = rng.choice(outer)
             t = rng.choice([x for x in tabs if x['family'] == it['table']['family']]) \
-                if rng.random() < 0.7 else rng.choice(tabs)
-            mode = rng.choice(['key', 'key', 'keycols', 'keyx', 'other', 'other', 'limit', 'distinct',
-                               'distinct-other', 'plain'])
+                if rng.random() < 0.8 else rng.choice(tabs)
+            mode = rng.choice(['key', 'key', 'key', 'keycols', 'keyx', 'keyx', 'other', 'other', 'limit',
+                               'distinct', 'distinct', 'distinct-other', 'plain'])
             if kind in ('in', 'exists'):
                 self.sub_predicate(q, kind, it, t, mode)
             elif kind == 'corr':
