@@ -13,6 +13,7 @@ OBJS = \
 	src/util/fdw_writes.o \
 	src/util/options.o \
 	src/util/settings.o \
+	src/util/shared_table.o \
 	src/deparse/deparse.o \
 	src/deparse/shippable.o \
 	src/metadata/colocation.o \

@@ -15,8 +15,8 @@
  *	  is younger than colojoin.remote_size_lifetime, as its own.  A table
  *	  of more columns than an entry holds is not shared.
  *
- *	  Owns the shared table and its lock; reads no node and decides
- *	  nothing.
+ *	  Owns what the shared table (util/shared_table.c) holds; reads no node
+ *	  and decides nothing.
  *
  *-------------------------------------------------------------------------
  */
@@ -25,15 +25,10 @@
 #include <limits.h>
 
 #include "miscadmin.h"
-#include "storage/ipc.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
 
 #include "operations/shared_sizes.h"
-
-#define CJ_SIZES_TRANCHE "colojoin sizes"
+#include "util/shared_table.h"
 
 typedef struct SharedSizeKey
 {
@@ -49,38 +44,9 @@ typedef struct SharedSizeEntry
 
 int			colojoin_shared_size_entries = 1024;
 
-static HTAB *shared_sizes = NULL;
-static LWLock *sizes_lock = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static void
-sizes_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(hash_estimate_size(colojoin_shared_size_entries,
-											  sizeof(SharedSizeEntry)));
-	RequestNamedLWLockTranche(CJ_SIZES_TRANCHE, 1);
-}
-
-static void
-sizes_shmem_startup(void)
-{
-	HASHCTL		info;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	memset(&info, 0, sizeof(info));
-	info.keysize = sizeof(SharedSizeKey);
-	info.entrysize = sizeof(SharedSizeEntry);
-	shared_sizes = ShmemInitHash(CJ_SIZES_TRANCHE, colojoin_shared_size_entries,
-								 colojoin_shared_size_entries, &info,
-								 HASH_ELEM | HASH_BLOBS);
-	sizes_lock = &(GetNamedLWLockTranche(CJ_SIZES_TRANCHE))->lock;
-	LWLockRelease(AddinShmemInitLock);
-}
+static CjSharedTable sizes = {
+	"colojoin sizes", 0, sizeof(SharedSizeKey), sizeof(SharedSizeEntry)
+};
 
 /*
  * cj_shared_size_get
@@ -93,67 +59,43 @@ cj_shared_size_get(Oid leaf, CjSharedSize *out)
 	SharedSizeKey key;
 	SharedSizeEntry *e;
 
-	if (shared_sizes == NULL || sizes_lock == NULL)
+	if (sizes.htab == NULL)
 		return false;
 	memset(&key, 0, sizeof(key));
 	key.dbid = MyDatabaseId;
 	key.leaf = leaf;
-	LWLockAcquire(sizes_lock, LW_SHARED);
-	e = hash_search(shared_sizes, &key, HASH_FIND, NULL);
+	LWLockAcquire(sizes.lock, LW_SHARED);
+	e = hash_search(sizes.htab, &key, HASH_FIND, NULL);
 	if (e != NULL)
 		memcpy(out, &e->size, sizeof(CjSharedSize));
-	LWLockRelease(sizes_lock);
+	LWLockRelease(sizes.lock);
 	return e != NULL;
-}
-
-/* the entry read longest ago, removed; the lock held exclusively */
-static void
-evict_oldest(void)
-{
-	HASH_SEQ_STATUS status;
-	SharedSizeEntry *e;
-	SharedSizeKey oldest;
-	TimestampTz when = 0;
-	bool		any = false;
-
-	hash_seq_init(&status, shared_sizes);
-	while ((e = hash_seq_search(&status)) != NULL)
-		if (!any || e->size.fetched < when)
-		{
-			oldest = e->key;
-			when = e->size.fetched;
-			any = true;
-		}
-	if (any)
-		hash_search(shared_sizes, &oldest, HASH_REMOVE, NULL);
 }
 
 /*
  * cj_shared_size_put
- *		Publishes what this backend read of leaf for the others.
+ *		Publishes what this backend read of leaf for the others; the entry
+ *		read longest ago makes room when the table is full.
  */
 void
 cj_shared_size_put(Oid leaf, const CjSharedSize *size)
 {
 	SharedSizeKey key;
 	SharedSizeEntry *e;
+	bool		found;
 
-	if (shared_sizes == NULL || sizes_lock == NULL ||
-		size->ncols > CJ_SHARED_SIZE_COLS)
+	if (sizes.htab == NULL || size->ncols > CJ_SHARED_SIZE_COLS)
 		return;
 	memset(&key, 0, sizeof(key));
 	key.dbid = MyDatabaseId;
 	key.leaf = leaf;
-	LWLockAcquire(sizes_lock, LW_EXCLUSIVE);
-	e = hash_search(shared_sizes, &key, HASH_ENTER_NULL, NULL);
-	if (e == NULL)
-	{
-		evict_oldest();
-		e = hash_search(shared_sizes, &key, HASH_ENTER_NULL, NULL);
-	}
+	LWLockAcquire(sizes.lock, LW_EXCLUSIVE);
+	e = cj_shared_table_enter(&sizes, &key,
+							  offsetof(SharedSizeEntry, size) + offsetof(CjSharedSize, fetched),
+							  &found);
 	if (e != NULL)
 		memcpy(&e->size, size, sizeof(CjSharedSize));
-	LWLockRelease(sizes_lock);
+	LWLockRelease(sizes.lock);
 }
 
 void
@@ -169,10 +111,6 @@ cj_shared_sizes_init(void)
 							1024, 0, INT_MAX / 4096,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
-	if (colojoin_shared_size_entries <= 0)
-		return;
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = sizes_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = sizes_shmem_startup;
+	sizes.nentries = colojoin_shared_size_entries;
+	cj_shared_table_register(&sizes);
 }

@@ -25,17 +25,12 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/ipc.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
-#include "utils/timestamp.h"
 
 #include "plan/decision_stats.h"
+#include "util/shared_table.h"
 
-#define CJ_DECISIONS_TRANCHE "colojoin decisions"
 #define CJ_REASON_LEN 160
 
 typedef struct DecisionKey
@@ -60,68 +55,17 @@ typedef struct DecisionEntry
 
 int			colojoin_decisions_max = 1000;
 
-static HTAB *decisions = NULL;
-static LWLock *decisions_lock = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static CjSharedTable decisions = {
+	"colojoin decisions", 0, sizeof(DecisionKey), sizeof(DecisionEntry)
+};
 
 PG_FUNCTION_INFO_V1(colojoin_decisions);
 PG_FUNCTION_INFO_V1(colojoin_decisions_reset);
 
-static void
-decisions_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(hash_estimate_size(colojoin_decisions_max,
-											  sizeof(DecisionEntry)));
-	RequestNamedLWLockTranche(CJ_DECISIONS_TRANCHE, 1);
-}
-
-static void
-decisions_shmem_startup(void)
-{
-	HASHCTL		info;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	memset(&info, 0, sizeof(info));
-	info.keysize = sizeof(DecisionKey);
-	info.entrysize = sizeof(DecisionEntry);
-	decisions = ShmemInitHash(CJ_DECISIONS_TRANCHE, colojoin_decisions_max,
-							  colojoin_decisions_max, &info,
-							  HASH_ELEM | HASH_BLOBS);
-	decisions_lock = &(GetNamedLWLockTranche(CJ_DECISIONS_TRANCHE))->lock;
-	LWLockRelease(AddinShmemInitLock);
-}
-
 bool
 cj_decisions_enabled(void)
 {
-	return decisions != NULL;
-}
-
-/* the entry seen longest ago, removed; the lock held exclusively */
-static void
-evict_oldest(void)
-{
-	HASH_SEQ_STATUS status;
-	DecisionEntry *e;
-	DecisionKey oldest;
-	TimestampTz when = 0;
-	bool		any = false;
-
-	hash_seq_init(&status, decisions);
-	while ((e = hash_seq_search(&status)) != NULL)
-		if (!any || e->last_seen < when)
-		{
-			oldest = e->key;
-			when = e->last_seen;
-			any = true;
-		}
-	if (any)
-		hash_search(decisions, &oldest, HASH_REMOVE, NULL);
+	return decisions.htab != NULL;
 }
 
 /*
@@ -136,25 +80,16 @@ cj_decisions_record(uint64 queryid, const CjDecisionSummary *s)
 	bool		found;
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (decisions == NULL || queryid == UINT64CONST(0))
+	if (decisions.htab == NULL || queryid == UINT64CONST(0))
 		return;
 	memset(&key, 0, sizeof(key));
 	key.dbid = MyDatabaseId;
 	key.queryid = queryid;
-	LWLockAcquire(decisions_lock, LW_EXCLUSIVE);
-	e = hash_search(decisions, &key, HASH_ENTER_NULL, &found);
-	if (e == NULL)
-	{
-		evict_oldest();
-		e = hash_search(decisions, &key, HASH_ENTER_NULL, &found);
-	}
+	LWLockAcquire(decisions.lock, LW_EXCLUSIVE);
+	e = cj_shared_table_enter(&decisions, &key,
+							  offsetof(DecisionEntry, last_seen), &found);
 	if (e != NULL)
 	{
-		if (!found)
-		{
-			memset((char *) e + sizeof(DecisionKey), 0,
-				   sizeof(DecisionEntry) - sizeof(DecisionKey));
-		}
 		e->plans++;
 		e->colocated += s->colocated;
 		e->redistributed += s->redistributed;
@@ -166,7 +101,7 @@ cj_decisions_record(uint64 queryid, const CjDecisionSummary *s)
 			strlcpy(e->reason, s->reason, sizeof(e->reason));
 		e->last_seen = now;
 	}
-	LWLockRelease(decisions_lock);
+	LWLockRelease(decisions.lock);
 }
 
 Datum
@@ -177,13 +112,13 @@ colojoin_decisions(PG_FUNCTION_ARGS)
 	DecisionEntry *e;
 
 	InitMaterializedSRF(fcinfo, 0);
-	if (decisions == NULL)
+	if (decisions.htab == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("colojoin.decisions needs colojoin in shared_preload_libraries"),
 				 errhint("Add colojoin to shared_preload_libraries and restart the server.")));
-	LWLockAcquire(decisions_lock, LW_SHARED);
-	hash_seq_init(&status, decisions);
+	LWLockAcquire(decisions.lock, LW_SHARED);
+	hash_seq_init(&status, decisions.htab);
 	while ((e = hash_seq_search(&status)) != NULL)
 	{
 		Datum		values[10];
@@ -207,7 +142,7 @@ colojoin_decisions(PG_FUNCTION_ARGS)
 		values[9] = TimestampTzGetDatum(e->last_seen);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	LWLockRelease(decisions_lock);
+	LWLockRelease(decisions.lock);
 	return (Datum) 0;
 }
 
@@ -217,13 +152,13 @@ colojoin_decisions_reset(PG_FUNCTION_ARGS)
 	HASH_SEQ_STATUS status;
 	DecisionEntry *e;
 
-	if (decisions == NULL)
+	if (decisions.htab == NULL)
 		PG_RETURN_VOID();
-	LWLockAcquire(decisions_lock, LW_EXCLUSIVE);
-	hash_seq_init(&status, decisions);
+	LWLockAcquire(decisions.lock, LW_EXCLUSIVE);
+	hash_seq_init(&status, decisions.htab);
 	while ((e = hash_seq_search(&status)) != NULL)
-		hash_search(decisions, &e->key, HASH_REMOVE, NULL);
-	LWLockRelease(decisions_lock);
+		hash_search(decisions.htab, &e->key, HASH_REMOVE, NULL);
+	LWLockRelease(decisions.lock);
 	PG_RETURN_VOID();
 }
 
@@ -240,16 +175,12 @@ cj_decision_stats_init(void)
 							1000, 0, INT_MAX / 1024,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
-	if (colojoin_decisions_max <= 0)
-		return;
 
 	/*
 	 * The query id is PostgreSQL's (compute_query_id, or pg_stat_statements
 	 * asking for it): turning it on here would change what EXPLAIN VERBOSE
 	 * prints for everyone, colojoin's tables or not.
 	 */
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = decisions_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = decisions_shmem_startup;
+	decisions.nentries = colojoin_decisions_max;
+	cj_shared_table_register(&decisions);
 }
