@@ -38,11 +38,14 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_statistic.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -302,6 +305,79 @@ table_column_known(CjTable *t, AttrNumber attno, LeafColumn *out,
 }
 
 /*
+ * A table's column over its leaves, once per transaction: the planner asks
+ * for it at every estimate that reads the column, and a table of a
+ * thousand partitions would be walked each time.
+ */
+typedef struct CachedColumnKey
+{
+	Oid			relid;
+	AttrNumber	attno;
+} CachedColumnKey;
+
+typedef struct CachedColumn
+{
+	CachedColumnKey key;
+	bool		known;
+	LeafColumn	col;			/* low and high not kept */
+	ColumnBounds bounds;		/* its Datums copied into the cache */
+} CachedColumn;
+
+static HTAB *column_cache = NULL;
+static MemoryContext column_cxt = NULL;
+static TimestampTz column_cache_xact = 0;
+
+static bool
+cached_table_column(CjTable *t, AttrNumber attno, LeafColumn *out,
+					ColumnBounds *bounds)
+{
+	CachedColumnKey key;
+	CachedColumn *e;
+	bool		found;
+
+	if (column_cache == NULL ||
+		column_cache_xact != GetCurrentTransactionStartTimestamp())
+	{
+		HASHCTL		ctl;
+
+		if (column_cxt == NULL)
+			column_cxt = AllocSetContextCreate(TopMemoryContext,
+											   "colojoin column statistics",
+											   ALLOCSET_SMALL_SIZES);
+		else
+			MemoryContextReset(column_cxt);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(CachedColumnKey);
+		ctl.entrysize = sizeof(CachedColumn);
+		ctl.hcxt = column_cxt;
+		column_cache = hash_create("colojoin column statistics", 64, &ctl,
+								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		column_cache_xact = GetCurrentTransactionStartTimestamp();
+	}
+	memset(&key, 0, sizeof(key));
+	key.relid = t->relid;
+	key.attno = attno;
+	e = hash_search(column_cache, &key, HASH_ENTER, &found);
+	if (!found)
+	{
+		e->known = table_column(t, attno, &e->col, &e->bounds);
+		e->col.low = e->col.high = NULL;
+		if (e->known && OidIsValid(e->bounds.type))
+		{
+			TypeCacheEntry *tc = lookup_type_cache(e->bounds.type, 0);
+			MemoryContext old = MemoryContextSwitchTo(column_cxt);
+
+			e->bounds.low = datumCopy(e->bounds.low, tc->typbyval, tc->typlen);
+			e->bounds.high = datumCopy(e->bounds.high, tc->typbyval, tc->typlen);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	*out = e->col;
+	*bounds = e->bounds;
+	return e->known;
+}
+
+/*
  * leaf_of
  *		The metadata of foreign leaf relid of a sharded table, and the
  *		top-level table's attno of the leaf's column attnum; NULL when relid
@@ -440,7 +516,7 @@ cj_relation_stats(PlannerInfo *root, RangeTblEntry *rte, AttrNumber attnum,
 	{
 		CjTable    *t = cj_get_table(rte->relid);
 
-		known = t != NULL && table_column(t, attnum, &col, &bounds);
+		known = t != NULL && cached_table_column(t, attnum, &col, &bounds);
 	}
 	else if (!rte->inh)
 	{
