@@ -12,6 +12,10 @@
 #                        (left running with BENCH_KEEP=1, to look around)
 #   bench_servers [OPT]  the SQL of servers n1..n4 (extra OPTIONS text OPT)
 #                        and their user mappings
+#   bench_server_options MODE
+#                        servers n1..n4 with native (b)/(c)'s options
+#                        (MODE tuned: async_capable, use_remote_estimate,
+#                        fetch_size 10000) or none of them (any other MODE)
 #   bench_in_memory      every server set up as bench/run.sh's: data in
 #                        memory, no parallel workers, no JIT, no autovacuum;
 #                        the servers restarted
@@ -64,6 +68,31 @@ bench_servers() {
 	for i in 1 2 3 4; do
 		echo "CREATE SERVER n$i FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', port '$((CJ_PORT + i))', dbname 'bench'$extra);"
 		echo "CREATE USER MAPPING FOR CURRENT_USER SERVER n$i;"
+	done
+}
+
+bench_server_options() {
+	local mode=$1 i
+	for i in 1 2 3 4; do
+		q <<SQL
+DO \$\$
+DECLARE
+	opt text;
+	have text[] := (SELECT coalesce(array_agg(split_part(o, '=', 1)), '{}')
+	                FROM pg_foreign_server, unnest(srvoptions) o WHERE srvname = 'n$i');
+BEGIN
+	FOREACH opt IN ARRAY ARRAY['async_capable', 'use_remote_estimate', 'fetch_size'] LOOP
+		IF opt = ANY (have) THEN
+			EXECUTE format('ALTER SERVER n$i OPTIONS (DROP %I)', opt);
+		END IF;
+	END LOOP;
+	IF '$mode' = 'tuned' THEN
+		ALTER SERVER n$i OPTIONS (ADD async_capable 'true', ADD use_remote_estimate 'true',
+		                          ADD fetch_size '10000');
+	END IF;
+END
+\$\$;
+SQL
 	done
 }
 

@@ -56,6 +56,9 @@ export CJ_DB=bench
 BENCH_EXPLAIN_ANALYZE=${BENCH_EXPLAIN_ANALYZE:-colojoin}
 BENCH_QUERIES=${BENCH_QUERIES:-J1 P C1 Q2 Q3 R1 R2 S1 W1 PLAN}
 BENCH_CELL_SECONDS=${BENCH_CELL_SECONDS:-60}
+# bench_server_options; this script's own q, qn, say, median and ratio,
+# defined below, replace the common ones
+. "$BENCH/bench_common.sh"
 
 CLUSTER="$ROOT/test/cluster/cluster.sh"
 if [ -z "${PG_CONFIG:-}" ]; then
@@ -317,30 +320,7 @@ coordinator_sql() {
 }
 
 # server options of the native (b)/(c) configurations, and the defaults
-set_server_options() {
-	local mode=$1 i
-	for i in 1 2 3 4; do
-		q <<SQL
-DO \$\$
-DECLARE
-	opt text;
-	have text[] := (SELECT coalesce(array_agg(split_part(o, '=', 1)), '{}')
-	                FROM pg_foreign_server, unnest(srvoptions) o WHERE srvname = 'n$i');
-BEGIN
-	FOREACH opt IN ARRAY ARRAY['async_capable', 'use_remote_estimate', 'fetch_size'] LOOP
-		IF opt = ANY (have) THEN
-			EXECUTE format('ALTER SERVER n$i OPTIONS (DROP %I)', opt);
-		END IF;
-	END LOOP;
-	IF '$mode' = 'tuned' THEN
-		ALTER SERVER n$i OPTIONS (ADD async_capable 'true', ADD use_remote_estimate 'true',
-		                          ADD fetch_size '10000');
-	END IF;
-END
-\$\$;
-SQL
-	done
-}
+set_server_options() { bench_server_options "$1"; }
 
 if [ $reuse = 0 ]; then
 	say "load: every node generates its own partitions (N_ORDERS=$N_ORDERS, N_PART=$N_PART), in parallel"

@@ -259,30 +259,9 @@ SQL
 # server options of native_b and native_c ("tuned"), or none ("plain")
 SERVERS_NOW=""
 set_servers() {
-	local mode=$1 i
-	[ "$mode" != "$SERVERS_NOW" ] || return 0
-	for i in 1 2 3 4; do
-		q <<SQL
-DO \$\$
-DECLARE
-	opt text;
-	have text[] := (SELECT coalesce(array_agg(split_part(o, '=', 1)), '{}')
-	                FROM pg_foreign_server, unnest(srvoptions) o WHERE srvname = 'n$i');
-BEGIN
-	FOREACH opt IN ARRAY ARRAY['async_capable', 'use_remote_estimate', 'fetch_size'] LOOP
-		IF opt = ANY (have) THEN
-			EXECUTE format('ALTER SERVER n$i OPTIONS (DROP %I)', opt);
-		END IF;
-	END LOOP;
-	IF '$mode' = 'tuned' THEN
-		ALTER SERVER n$i OPTIONS (ADD async_capable 'true', ADD use_remote_estimate 'true',
-		                          ADD fetch_size '10000');
-	END IF;
-END
-\$\$;
-SQL
-	done
-	SERVERS_NOW=$mode
+	[ "$1" != "$SERVERS_NOW" ] || return 0
+	bench_server_options "$1"
+	SERVERS_NOW=$1
 }
 
 # --- cluster and data -----------------------------------------------------------

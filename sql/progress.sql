@@ -35,6 +35,15 @@ SET colojoin.progress_notice_interval = 0;
 CREATE TABLE u (k int, v text) PARTITION BY HASH (k);
 SELECT colojoin.create_shards('u', ARRAY[:'srv1', :'srv2'], 2);
 SELECT colojoin.drop_shards('u');
+-- a scan's moves, a destination at a time: t (3 nodes) joined on a non-key
+-- with w (one node) moves w's rows to t's nodes
+CREATE TABLE w2 (k int, v text) PARTITION BY HASH (k);
+SELECT colojoin.create_shards('w2', ARRAY[:'srv1'], 1);
+INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 30) g;
+INSERT INTO w2 SELECT g, 'v' || g FROM generate_series(1, 10) g;
+SET colojoin.enable_dual_repartition = off;
+SELECT count(*) FROM t JOIN w2 ON t.v = w2.v;
+RESET colojoin.enable_dual_repartition;
 RESET colojoin.progress_notice_interval;
 -- by default only an operation longer than 5 seconds says anything
 CREATE TABLE w (k int) PARTITION BY HASH (k);

@@ -588,16 +588,19 @@ cj_leaf_remote_size(Oid leaf, double *tuples, double *pages)
 	return true;
 }
 
-/* the index of column colname in leaf's cache entry, -1 when unknown */
+/*
+ * The index of column colname in leaf's cache entry (read from the node if
+ * need be when fetch), -1 when unknown.
+ */
 static int
-remote_column(Oid leaf, const char *colname, SizeEntry **entry)
+remote_column(Oid leaf, const char *colname, bool fetch, SizeEntry **entry)
 {
 	SizeEntry  *e;
 	int			i;
 
 	if (colojoin_remote_size_lifetime <= 0)
 		return -1;
-	e = leaf_entry(leaf);
+	e = fetch ? leaf_entry(leaf) : cached_entry(leaf);
 	if (e == NULL)
 		return -1;
 	for (i = 0; i < e->ncols; i++)
@@ -618,7 +621,7 @@ bool
 cj_leaf_remote_type(Oid leaf, const char *colname, Oid *typid)
 {
 	SizeEntry  *e;
-	int			i = remote_column(leaf, colname, &e);
+	int			i = remote_column(leaf, colname, true, &e);
 
 	if (i < 0)
 		return false;
@@ -636,7 +639,7 @@ bool
 cj_leaf_remote_ndistinct(Oid leaf, const char *colname, double *ndistinct)
 {
 	SizeEntry  *e;
-	int			i = remote_column(leaf, colname, &e);
+	int			i = remote_column(leaf, colname, true, &e);
 	double		nd;
 
 	if (i < 0)
@@ -667,17 +670,12 @@ cj_leaf_column_stats(Oid leaf, const char *colname, bool fetch,
 	SizeEntry  *e;
 	int			i;
 
-	if (colojoin_remote_size_lifetime <= 0 || !colojoin_is_active())
+	if (!colojoin_is_active())
 		return false;
-	e = fetch ? leaf_entry(leaf) : cached_entry(leaf);
-	if (e == NULL || e->tuples < 0)
+	i = remote_column(leaf, colname, fetch, &e);
+	if (i < 0 || e->tuples < 0 || e->colndistinct[i] == 0)
 		return false;
 	*rows = e->tuples;
-	for (i = 0; i < e->ncols; i++)
-		if (strcmp(e->colnames[i], colname) == 0)
-			break;
-	if (i == e->ncols || e->colndistinct[i] == 0)
-		return false;
 	*ndistinct = e->colndistinct[i] < 0 ?
 		-e->colndistinct[i] * e->tuples : e->colndistinct[i];
 	*nullfrac = e->colnullfrac[i];

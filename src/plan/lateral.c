@@ -166,41 +166,6 @@ conjuncts(Node *node, List *result)
 	return lappend(result, node);
 }
 
-/* the conditions of the query's join tree that read relation rti alone */
-static List *
-jointree_quals_of(PlannerInfo *root, Node *jtnode, Index rti, List *result)
-{
-	List	   *quals = NIL;
-	ListCell   *lc;
-
-	if (jtnode == NULL)
-		return result;
-	if (IsA(jtnode, FromExpr))
-	{
-		FromExpr   *f = (FromExpr *) jtnode;
-
-		foreach(lc, f->fromlist)
-			result = jointree_quals_of(root, lfirst(lc), rti, result);
-		quals = conjuncts(f->quals, NIL);
-	}
-	else if (IsA(jtnode, JoinExpr))
-	{
-		JoinExpr   *j = (JoinExpr *) jtnode;
-
-		result = jointree_quals_of(root, j->larg, rti, result);
-		result = jointree_quals_of(root, j->rarg, rti, result);
-		quals = conjuncts(j->quals, NIL);
-	}
-	foreach(lc, quals)
-	{
-		Relids		varnos = pull_varnos(root, lfirst(lc));
-
-		if (bms_membership(varnos) == BMS_SINGLETON && bms_is_member(rti, varnos))
-			result = lappend(result, lfirst(lc));
-	}
-	return result;
-}
-
 /* whether an equivalence class fixes a column of rel (to a constant or another of its columns) */
 static bool
 ec_fixes_column(PlannerInfo *root, RelOptInfo *rel)
@@ -323,11 +288,18 @@ filters_of(PlannerInfo *root, Node *jtnode, Index rti, List **filters,
 static bool
 may_have_lost_quals(PlannerInfo *root, RelOptInfo *rel, Query *sq)
 {
+	List	   *filters = NIL;
+	bool		other = false;
+	bool		nullable;
+
 	if (sq->limitCount != NULL || sq->limitOffset != NULL)
 		return false;			/* PostgreSQL pushes nothing into it */
-	return rel->baserestrictinfo != NIL || ec_fixes_column(root, rel) ||
-		jointree_quals_of(root, (Node *) root->parse->jointree, rel->relid,
-						  NIL) != NIL;
+	if (rel->baserestrictinfo != NIL || ec_fixes_column(root, rel))
+		return true;
+	/* any condition of the query reading it alone, filter or not */
+	(void) filters_of(root, (Node *) root->parse->jointree, rel->relid,
+					  &filters, &other, &nullable);
+	return filters != NIL || other;
 }
 
 /* a column of the subquery's table rti, as its copy names it */

@@ -665,36 +665,31 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 		!(is_group_input(root, outerrel) && cj_is_dimension_rel(root, innerrel)) &&
 		!(cj_is_dimension_rel(root, outerrel) && is_group_input(root, innerrel)))
 	{
+		bool		group_side = is_group_input(root, outerrel) ||
+			is_group_input(root, innerrel);
+		RelOptInfo *bad = is_group_input(root, outerrel) ? innerrel : outerrel;
+		char	   *why;
+
 		if (force == NULL)
 			force = move_hint;
-		if (colojoin_log_decisions && enabled &&
-			(is_group_input(root, outerrel) || is_group_input(root, innerrel)) &&
-			colojoin_is_active())
+		if (force == NULL &&
+			!(colojoin_log_decisions && enabled && group_side && colojoin_is_active()))
+			return;
+		why = bad->reloptkind == RELOPT_BASEREL ?
+			psprintf("relation %s is not a sharded table or a table to broadcast",
+					 cj_joinrel_names(root, bad)) :
+			psprintf("join %s does not run on the nodes itself",
+					 cj_joinrel_names(root, bad));
+		if (force)
+			force->failures = list_append_unique(force->failures, makeString(why));
+		if (colojoin_log_decisions && enabled && group_side && colojoin_is_active())
 		{
 			/* the decision log says what kept the join from the nodes */
-			RelOptInfo *bad = is_group_input(root, outerrel) ? innerrel : outerrel;
-
 			attempt = cj_get_attempt(joinrel);
 			if (attempt->names == NULL)
 				attempt->names = cj_joinrel_names(root, joinrel);
 			if (attempt->group == NULL && attempt->reasons == NIL)
-				attempt->reasons = lappend(attempt->reasons,
-										   makeString(bad->reloptkind == RELOPT_BASEREL ?
-													  psprintf("relation %s is not a sharded table or a table to broadcast",
-															   cj_joinrel_names(root, bad)) :
-													  psprintf("join %s does not run on the nodes itself",
-															   cj_joinrel_names(root, bad))));
-		}
-		if (force)
-		{
-			RelOptInfo *bad = is_group_input(root, outerrel) ? innerrel : outerrel;
-
-			force->failures = list_append_unique(force->failures,
-												 makeString(psprintf("relation %s %s",
-																	 cj_joinrel_names(root, bad),
-																	 bad->reloptkind == RELOPT_BASEREL ?
-																	 "is not a sharded table" :
-																	 "is not a colocated join itself")));
+				attempt->reasons = lappend(attempt->reasons, makeString(why));
 		}
 		return;
 	}

@@ -93,16 +93,25 @@ cj_shared_table_register(CjSharedTable *t)
 /*
  * cj_shared_table_enter
  *		The entry of key, made when missing (*found false: only its key is
- *		set); when the table is full, the entry whose TimestampTz at byte
- *		offset stamp is oldest makes room.  NULL only when even that fails.
+ *		set); when the table holds its number of entries, the entry whose
+ *		TimestampTz at byte offset stamp is oldest makes room.  NULL only when even that fails.
  *		The caller holds t->lock exclusively.
  */
 void *
 cj_shared_table_enter(CjSharedTable *t, const void *key, Size stamp,
 					  bool *found)
 {
-	void	   *e = hash_search(t->htab, key, HASH_ENTER_NULL, found);
+	void	   *e = hash_search(t->htab, key, HASH_FIND, found);
 
+	if (e != NULL)
+		return e;
+
+	/*
+	 * A shared hash grows past its size while the server has memory to
+	 * spare, so the bound is kept here.
+	 */
+	if (hash_get_num_entries(t->htab) < t->nentries)
+		e = hash_search(t->htab, key, HASH_ENTER_NULL, found);
 	if (e == NULL)
 	{
 		HASH_SEQ_STATUS status;

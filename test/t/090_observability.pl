@@ -15,7 +15,11 @@ use Test::More;
 use IPC::Run;
 use ColojoinTest;
 
-my $c = cj_new_cluster(name => 'observe', nodes => 2);
+# colojoin.decisions keeps two queries here, to see the oldest go
+my $c = cj_new_cluster(
+	name => 'observe',
+	nodes => 2,
+	conf => "colojoin.decisions_max = 2\ncompute_query_id = on\n");
 my $coord = $c->{coordinator};
 my ($node1, $node2) = @{ $c->{nodes} };
 
@@ -91,5 +95,28 @@ is($coord->safe_psql('postgres', "SELECT count(*) FROM colojoin.progress WHERE p
 	'0', 'progress: its row is gone');
 $locker->quit;
 $a->quit;
+
+# --- decisions: bounded, the query seen longest ago goes ----------------------
+
+sub query_id
+{
+	my ($sql) = @_;
+	my $plan = $coord->safe_psql('postgres', "EXPLAIN (VERBOSE, COSTS OFF) $sql");
+	return $plan =~ /Query Identifier: (-?\d+)/ ? $1 : undef;
+}
+my @queries = (
+	'SELECT count(*) FROM a JOIN b ON a.k = b.k',
+	'SELECT count(*) FROM a JOIN b ON a.k = b.k WHERE a.v > 10',
+	'SELECT count(*) FROM a JOIN b ON a.k = b.k WHERE b.w < 100');
+my @ids = map { query_id($_) } @queries;
+ok(defined $ids[0] && defined $ids[2], 'decisions: the queries have ids');
+$coord->safe_psql('postgres', 'SELECT colojoin.decisions_reset()');
+$coord->safe_psql('postgres', $_) for @queries;
+is($coord->safe_psql('postgres', 'SELECT count(*) FROM colojoin.decisions'),
+	'2', 'decisions: two entries kept');
+is( $coord->safe_psql('postgres',
+		"SELECT string_agg(queryid::text, ',' ORDER BY queryid) FROM colojoin.decisions"),
+	join(',', sort { $a <=> $b } @ids[1, 2]),
+	'decisions: the query seen longest ago made room');
 
 done_testing();
