@@ -170,7 +170,16 @@ cj_drain_results(CjScanState *st, CjWorker *w, CjExecTask *task)
 			PG_END_TRY();
 		}
 		if (PQntuples(res) > 0)
+		{
+			/*
+			 * Another scan may be taking the connection from inside its
+			 * per-tuple memory: the list lives as long as this scan does.
+			 */
+			MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
+
 			w->drained = lappend(w->drained, res);
+			MemoryContextSwitchTo(old);
+		}
 		else
 			PQclear(res);
 	}
