@@ -10,6 +10,9 @@
 --                                     coordinator combines (ColocatedCombine)
 --   distinct values on the nodes      DISTINCT aggregates, min, max, ...:
 --                                     the nodes send distinct values
+--   distinct values and partial       DISTINCT aggregates beside count(*),
+--   aggregation on the nodes          sum ...: the nodes group by the
+--                                     distinct columns too
 --   not pushed                        no task aggregates (grouping sets,
 --                                     ordered-set, user-defined, volatile)
 --
@@ -733,9 +736,24 @@ SELECT c.* FROM (VALUES
 		SELECT o_status, string_agg(DISTINCT l_flag, ',' ORDER BY l_flag) AS flags
 		FROM orders JOIN lineitem ON o_key = l_key GROUP BY o_status$q$,
 		'distinct values on the nodes'),
-	('distinct aggregate beside sum: rows shipped', $q$
+	('distinct aggregate beside sum', $q$
 		SELECT o_status, count(DISTINCT l_qty) AS cq, sum(l_qty) AS s
-		FROM orders JOIN lineitem ON o_key = l_key GROUP BY o_status$q$, 'not pushed'),
+		FROM orders JOIN lineitem ON o_key = l_key GROUP BY o_status$q$,
+		'distinct values and partial aggregation on the nodes'),
+	('count(*) beside distinct aggregates of three columns, with HAVING', $q$
+		SELECT l_flag, count(*) AS n, count(DISTINCT o_key) AS ck, count(DISTINCT l_qty) AS cq,
+			   count(DISTINCT o_cust) AS cc, avg(l_price) AS ap, max(l_price) AS mx
+		FROM orders JOIN lineitem ON o_key = l_key GROUP BY l_flag
+		HAVING count(*) > 1 AND count(DISTINCT l_qty) > 1$q$,
+		'distinct values and partial aggregation on the nodes'),
+	('count(*) beside a distinct aggregate, no group by, no rows', $q$
+		SELECT count(*) AS n, count(DISTINCT g) AS cg, sum(i4) AS s FROM vals WHERE k < 0$q$,
+		'distinct values and partial aggregation on the nodes'),
+	('count(*) beside a filtered distinct aggregate, single table', $q$
+		SELECT g, count(*) AS n, count(DISTINCT b) FILTER (WHERE k % 2 = 0) AS cb,
+			   sum(n5) AS s, stddev(i4) AS sd
+		FROM vals GROUP BY g$q$,
+		'distinct values and partial aggregation on the nodes'),
 	('distinct aggregate beside sum, by the key', $q$
 		SELECT o_key, count(DISTINCT l_qty) AS cq, sum(l_qty) AS s
 		FROM orders JOIN lineitem ON o_key = l_key GROUP BY o_key$q$, 'grouped on the nodes'),

@@ -361,7 +361,19 @@ cj_aggref_splits(Aggref *agg, List **partials)
 typedef struct ReplaceContext
 {
 	Decomposition *d;
+
+	/*
+	 * With keep_insensitive, a duplicate-insensitive aggregate that does not
+	 * split (count(DISTINCT x), say) stays as it is, renumbered among the
+	 * coordinator's aggregates, and the columns it reads are collected: the
+	 * tasks group by them too.
+	 */
+	bool		keep_insensitive;
+	List	   *kept_vars;
+	int			nkept;
 } ReplaceContext;
+
+static bool duplicate_insensitive(Aggref *agg);
 
 static Node *
 replace_aggrefs_mutator(Node *node, ReplaceContext *cxt)
@@ -370,8 +382,24 @@ replace_aggrefs_mutator(Node *node, ReplaceContext *cxt)
 		return NULL;
 	if (IsA(node, Aggref))
 	{
-		Expr	   *e = decompose_aggref((Aggref *) node, cxt->d);
+		Aggref	   *agg = (Aggref *) node;
+		Expr	   *e = agg->aggdistinct != NIL ? NULL :
+			decompose_aggref(agg, cxt->d);
 
+		if (e == NULL && cxt->keep_insensitive && duplicate_insensitive(agg))
+		{
+			Aggref	   *kept = copyObject(agg);
+			ListCell   *lv;
+
+			kept->aggno = cxt->d->nfinal;
+			kept->aggtransno = cxt->d->nfinal;
+			cxt->d->nfinal++;
+			cxt->nkept++;
+			foreach(lv, pull_var_clause((Node *) list_make2(agg->args, agg->aggfilter),
+										PVC_RECURSE_PLACEHOLDERS))
+				cxt->kept_vars = list_append_unique(cxt->kept_vars, lfirst(lv));
+			return (Node *) kept;
+		}
 		if (e == NULL)
 		{
 			cxt->d->failed = true;
@@ -578,7 +606,7 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	if (hashable)
 	{
 		Decomposition d = {NIL, 0, false};
-		ReplaceContext cxt = {&d};
+		ReplaceContext cxt = {&d, false, NIL, 0};
 		PathTarget *final_target;
 		List	   *final_having;
 		List	   *final_exprs = NIL;
@@ -692,6 +720,63 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 											  strategy, AGGSPLIT_SIMPLE,
 											  parse->groupClause, having,
 											  &agg_costs, numgroups));
+			offered = true;
+		}
+	}
+
+	/*
+	 * Distinct values with partial aggregates: DISTINCT aggregates next to
+	 * ones that count duplicates (count(*), sum, avg ...).  The tasks group
+	 * by the grouping values and the columns the DISTINCT aggregates read,
+	 * computing the others' partial aggregates per such group; the
+	 * coordinator runs the DISTINCT aggregates over those rows and combines
+	 * the partial ones, which add up over finer groups as over tasks.
+	 */
+	if (!offered && (ngroup == 0 || root->group_pathkeys != NIL))
+	{
+		Decomposition d = {NIL, 0, false};
+		ReplaceContext cxt = {&d, true, NIL, 0};
+		List	   *final_exprs = NIL;
+		List	   *final_having;
+
+		foreach(lc, target->exprs)
+			final_exprs = lappend(final_exprs,
+								  replace_aggrefs_mutator(copyObject(lfirst(lc)), &cxt));
+		final_having = (List *) replace_aggrefs_mutator(copyObject((Node *) having), &cxt);
+		if (!d.failed && cxt.nkept > 0 && d.partials != NIL &&
+			all_shippable(root, d.partials) && all_shippable(root, cxt.kept_vars))
+		{
+			CjUpperSpec *spec = cj_make_spec(NULL);
+			List	   *distinct_vars = NIL;
+			List	   *lower_exprs;
+			PathTarget *lower_target;
+			PathTarget *final_target;
+			Path	   *lower;
+			Path	   *path;
+
+			foreach(lc, cxt.kept_vars)
+				if (!list_member(group_exprs, lfirst(lc)))
+					distinct_vars = lappend(distinct_vars, lfirst(lc));
+			lower_exprs = list_concat(list_concat(list_copy(group_exprs), distinct_vars),
+									  d.partials);
+			lower_target = make_target(lower_exprs, group_refs);
+			set_pathtarget_cost_width(root, lower_target);
+			final_target = copy_pathtarget(target);
+			final_target->exprs = final_exprs;
+
+			spec->remote_exprs = lower_exprs;
+			spec->ngroup = ngroup + list_length(distinct_vars);
+			spec->strategy = "distinct values and partial aggregation on the nodes";
+			lower = cj_make_upper_path(root, output_rel, g, lower_target, spec,
+									   Max(input_rows / 2, 1));
+			if (ngroup > 0)
+				lower = (Path *) create_sort_path(root, output_rel, lower,
+												  root->group_pathkeys, -1.0);
+			path = (Path *) create_agg_path(root, output_rel, lower, final_target,
+											ngroup > 0 ? AGG_SORTED : AGG_PLAIN,
+											AGGSPLIT_SIMPLE, parse->groupClause,
+											final_having, &agg_costs, numgroups);
+			add_path(output_rel, cj_make_combine_path(root, output_rel, path, target));
 			offered = true;
 		}
 	}
