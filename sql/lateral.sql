@@ -281,10 +281,34 @@ SELECT q, (cj_lat.check(q, 'with subquery')).* FROM (VALUES
 	('WITH t AS (SELECT lk, count(*) AS n FROM li GROUP BY lk) SELECT o.ok, t.n FROM o LEFT JOIN t ON t.lk = o.ok AND t.n > 6')
 ) v(q);
 
--- not grouped by the key, limited over all partitions, or preserved by an
--- outer join: PostgreSQL's plan, still right, and the decision log says why
-SELECT q, (cj_lat.check(q, 'with subquery')).same FROM (VALUES
+--
+-- Subqueries grouped by a column that is not their table's key (or
+-- computing each row from one row), joined on the key of a table of the
+-- group: their table is repartitioned by that column to the group's
+-- classes, so every group of it is whole in the one task whose rows it can
+-- meet, and the task runs the subquery over those rows.
+--
+SELECT q, (cj_lat.check(q, 'repartitioned by hash of')).* FROM (VALUES
 	('SELECT o.ok, t.n FROM o JOIN (SELECT lq, count(*) AS n FROM li GROUP BY lq) t ON t.lq = o.ok'),
+	-- a condition on its table (it filters the rows before they move), HAVING, as IN
+	('SELECT o.ok, o.od FROM o WHERE o.ok IN (SELECT lq FROM li WHERE ls > date ''2024-02-01'' GROUP BY lq HAVING count(*) > 3)'),
+	-- NOT EXISTS and EXISTS
+	('SELECT count(*) FROM o WHERE NOT EXISTS (SELECT FROM (SELECT lq, max(ls) AS last FROM li GROUP BY lq) d WHERE d.lq = o.ok AND d.last > o.od)'),
+	('SELECT o.ok FROM o WHERE EXISTS (SELECT FROM (SELECT lq, count(*) AS n FROM li GROUP BY lq) d WHERE d.lq = o.ok AND d.n > 50)'),
+	-- a CTE of a quoted table, left joined
+	('WITH t AS (SELECT "Qty", count(*) AS n, min("When") AS w FROM "Ship Log" GROUP BY "Qty") SELECT o.ok, t.n, t.w FROM o LEFT JOIN t ON t."Qty" = o.ok'),
+	-- DISTINCT
+	('SELECT o.ok, d.ls FROM o JOIN (SELECT DISTINCT lq, ls FROM li) d ON d.lq = o.ok'),
+	-- the same table joined again outside on its key, all aggregated
+	('SELECT o.oc, count(*), sum(li.lq) FROM o JOIN li ON li.lk = o.ok JOIN (SELECT lq, avg(ls - date ''2024-01-01'') AS a, count(*) AS n FROM li GROUP BY lq) t ON t.lq = o.ok WHERE li.lq <= t.n GROUP BY o.oc'),
+	-- a reference table inside
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lq, count(*) AS n FROM li, rates WHERE rates.rd = li.ls GROUP BY lq) t ON t.lq = o.ok')
+) v(q);
+
+-- one aggregate of all rows, limited over all partitions, or preserved by
+-- an outer join: PostgreSQL's plan, still right, and the decision log says why
+SELECT q, (cj_lat.check(q, 'with subquery')).same FROM (VALUES
+	('SELECT o.ok, t.n FROM o JOIN (SELECT count(*) AS n FROM li) t ON t.n = o.ok'),
 	('SELECT o.ok FROM o WHERE o.ok IN (SELECT lk FROM li ORDER BY ls LIMIT 5)'),
 	('SELECT t.lk, o.ok FROM (SELECT lk, count(*) AS n FROM li GROUP BY lk) t LEFT JOIN o ON o.ok = t.lk'),
 	-- a condition PostgreSQL derived (t.lk = 14 from o.ok = 14) is nowhere to read
@@ -294,12 +318,15 @@ SELECT q, (cj_lat.check(q, 'with subquery')).same FROM (VALUES
 	('WITH t AS (SELECT lk, count(*) AS n FROM li GROUP BY lk) SELECT o.ok, t.n FROM o LEFT JOIN t ON t.lk = o.ok WHERE t.n IS NULL OR t.n > 6')
 ) v(q);
 SET colojoin.log_decisions = on;
-SELECT count(*) FROM o JOIN (SELECT lq, count(*) AS n FROM li GROUP BY lq) t ON t.lq = o.ok;
+SELECT count(*) FROM o JOIN (SELECT count(*) AS n FROM li) t ON t.n = o.ok;
 SELECT count(*) FROM o WHERE o.ok IN (SELECT lk FROM li ORDER BY ls LIMIT 5);
 RESET colojoin.log_decisions;
 -- one scan, the subquery in each task's SQL
 SELECT regexp_replace(l, '_p?[0-9]+', '_N', 'g') FROM cj_lat.explain_lines('SELECT o.ok FROM o WHERE o.ok IN (SELECT lk FROM li GROUP BY lk HAVING sum(lq) > 8)') l
 WHERE l ~ '(Custom Scan|Strategy|Remote SQL)' LIMIT 3;
+-- and with its table repartitioned first
+SELECT regexp_replace(l, '_p?[0-9]+', '_N', 'g') FROM cj_lat.explain_lines('SELECT o.ok, t.n FROM o JOIN (SELECT lq, count(*) AS n FROM li WHERE lq > 2 GROUP BY lq) t ON t.lq = o.ok') l
+WHERE l ~ '(Custom Scan|Strategy|Moves)';
 
 -- the subquery's tables are permission-checked like any other
 CREATE ROLE cj_lat_reader;

@@ -28,6 +28,7 @@
 
 #include "catalog/pg_class.h"
 #include "nodes/makefuncs.h"
+#include "optimizer/clauses.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -38,6 +39,8 @@
 #include "utils/typcache.h"
 
 #include "plan/planner_internal.h"
+#include "remote/connection.h"
+#include "util/settings.h"
 
 /* one sharded table the subquery reads */
 typedef struct CjLateralTable
@@ -50,6 +53,9 @@ typedef struct CjLateralTable
 								 * keys, or -1 */
 	bool		whole;			/* a reference table: its one class, whole,
 								 * in every task (no anchor) */
+	bool		moved;			/* repartitioned to the anchor's classes by
+								 * a column the subquery groups by (rel's
+								 * move fields; no classes) */
 } CjLateralTable;
 
 struct CjLateral
@@ -399,6 +405,138 @@ describe_equality(CjLateral *lat, CjBaseRel *a, CjBaseRel *b)
 								  cj_key_name(a, p), cj_key_name(b, p));
 }
 
+/* whether q computes its rows per value of column c: it groups by c, or
+ * computes each row from one row (no aggregates, no DISTINCT without c) */
+static bool
+rows_per_value(Query *q, Var *c)
+{
+	ListCell   *lc;
+
+	if (q->hasAggs || q->groupClause != NIL || q->havingQual != NULL)
+	{
+		foreach(lc, q->groupClause)
+			if (equal(get_sortgroupclause_expr(lfirst(lc), q->targetList), c))
+				return true;
+		return false;
+	}
+	if (q->distinctClause != NIL)
+	{
+		foreach(lc, q->distinctClause)
+			if (equal(get_sortgroupclause_expr(lfirst(lc), q->targetList), c))
+				return true;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * repartition_table
+ *		A subquery that is not LATERAL and reads one sharded table lt whose
+ *		partition key the join does not meet: when the join equates a table
+ *		of the group read in place with a column c of lt that the subquery
+ *		groups by (or computes its rows from one row each), lt's rows are
+ *		repartitioned by c to the group's classes, and each task computes
+ *		the subquery over the rows of its class: every group of c is whole
+ *		there, and only there can it meet the group's rows.  Conditions on
+ *		lt alone filter the rows before they move.
+ */
+static bool
+repartition_table(PlannerInfo *root, CjLateral *lat, CjLateralTable *lt,
+				  CjJoinGroup *og, RelOptInfo *rel, List *quals, List **reasons)
+{
+	CjBaseRel  *anchor = linitial(og->rels);
+	CjBaseRel  *mb = lt->rel;
+	int			modulus = cj_single_modulus(anchor->table);
+	ListCell   *lc;
+	ListCell   *lv;
+	RelOptInfo *trel;
+
+	if (lat->correlated || !colojoin_enable_redistribution || modulus <= 0 ||
+		anchor->move != CJ_MOVE_NONE)
+		return false;
+	if (cj_xact_has_dml())
+	{
+		*reasons = lappend(*reasons,
+						   pstrdup("this transaction wrote through colojoin: rows are not moved until it commits"));
+		return false;
+	}
+	foreach(lc, lat->tables)
+	{
+		CjLateralTable *other = lfirst(lc);
+
+		if (other != lt && !other->whole)
+			return false;
+	}
+	foreach(lc, og->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+		Var		   *key;
+
+		if (br->move != CJ_MOVE_NONE || br->table == NULL || br->reference_capable ||
+			br->space_index < 0 || br->table->partnatts != 1 ||
+			br->table->partattrs[0] == 0 || cj_single_modulus(br->table) != modulus)
+			continue;
+		key = cj_key_var(br, 0);
+		foreach(lv, pull_var_clause((Node *) quals, PVC_RECURSE_AGGREGATES |
+									PVC_RECURSE_PLACEHOLDERS))
+		{
+			Var		   *c = lfirst(lv);
+			Oid			hashfn;
+
+			if (!IsA(c, Var) || c->varno != mb->rtindex || c->varattno <= 0 ||
+				c->varlevelsup != 0 ||
+				!cj_clause_equates(quals, (Node *) c, (Node *) key,
+								   br->table->partopfamily[0], false) ||
+				!rows_per_value(lat->query, c) ||
+				!OidIsValid(hashfn = cj_usable_hash_function(br->table->partopfamily[0],
+															 c->vartype)))
+				continue;
+			if (!cj_live_leaves_foreign(mb, reasons) ||
+				!cj_move_columns(mb, (Node *) list_make3(lat->query->targetList,
+														 lat->query->jointree->quals,
+														 lat->query->havingQual),
+								 reasons))
+				return false;
+			mb->move = CJ_MOVE_REPARTITION;
+			mb->move_key = (Expr *) copyObject(c);
+			mb->move_hashfn = hashfn;
+			mb->move_modulus = modulus;
+			mb->move_keep_nulls = false;
+			mb->move_name = cj_new_move_name(mb->rtindex);
+			mb->space_index = -1;
+			mb->checkasuser = anchor->checkasuser;
+			mb->in_subquery = true;
+			mb->alias = psprintf("%s in %s %s", mb->alias, lat->kind, lat->alias);
+
+			/* its own conditions filter the rows before they move */
+			mb->remote_quals = NIL;
+			foreach(lv, conjuncts(lat->query->jointree->quals, NIL))
+			{
+				Node	   *q = lfirst(lv);
+				Relids		varnos = pull_varnos(root, q);
+
+				if (bms_membership(varnos) == BMS_SINGLETON &&
+					bms_is_member(mb->rtindex, varnos) &&
+					!contain_volatile_functions(q) && !contain_subplans(q) &&
+					!cj_contains_param(q) && cj_is_shippable(root, (Expr *) q, NULL))
+					mb->remote_quals = lappend(mb->remote_quals, q);
+			}
+			trel = rel->subroot != NULL && lt->rti < rel->subroot->simple_rel_array_size ?
+				rel->subroot->simple_rel_array[lt->rti] : NULL;
+			mb->subquery_rows = trel != NULL ? Max(trel->rows, 1) : 1000;
+			mb->subquery_width = trel != NULL ? trel->reltarget->width : 32;
+			lt->moved = true;
+			lt->anchor = br->rtindex;
+			lat->keys_text = psprintf("%s%s%s = %s", lat->keys_text,
+									  *lat->keys_text ? ", " : "",
+									  cj_key_name(br, 0),
+									  get_attname(mb->relid, c->varattno, false));
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * correlate
  *		Give every table of the subquery its anchor: a table of the group
@@ -407,7 +545,8 @@ describe_equality(CjLateral *lat, CjBaseRel *a, CjBaseRel *b)
  *		table anchored already is equated with.
  */
 static bool
-correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
+correlate(PlannerInfo *root, CjLateral *lat, CjJoinGroup *og, RelOptInfo *rel,
+		  List *quals, List **reasons)
 {
 	bool		progress = true;
 	ListCell   *lc;
@@ -420,7 +559,7 @@ correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
 			CjLateralTable *lt = lfirst(lc);
 			ListCell   *lo;
 
-			if (lt->classes != NULL || lt->whole)
+			if (lt->classes != NULL || lt->whole || lt->moved)
 				continue;
 			foreach(lo, og->rels)
 			{
@@ -467,10 +606,14 @@ correlate(CjLateral *lat, CjJoinGroup *og, List *quals, List **reasons)
 	{
 		CjLateralTable *lt = lfirst(lc);
 
-		if (lt->classes == NULL && !lt->whole)
+		if (lt->classes == NULL && !lt->whole &&
+			!repartition_table(root, lat, lt, og, rel, quals, reasons))
 		{
 			*reasons = lappend(*reasons,
+							   lat->correlated ?
 							   psprintf("%s %s does not equate the partition key of %s with the key of a table it is joined to",
+										lat->kind, lat->alias, lt->rel->alias) :
+							   psprintf("%s %s neither equates the partition key of %s with the key of a table it is joined to nor groups by a column joined to one",
 										lat->kind, lat->alias, lt->rel->alias));
 			return false;
 		}
@@ -720,7 +863,7 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 		if (cxt.ok)
 			correlation = lappend(correlation, c);
 	}
-	if (!correlate(lat, og, correlation, reasons))
+	if (!correlate(root, lat, og, rel, correlation, reasons))
 		return NULL;
 	return lat;
 }
@@ -805,6 +948,16 @@ cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 		!cj_check_target(g, joinrel, reasons))
 		return NULL;
 	g->move_text = og->move_text;
+	foreach(lc, cj_lateral_moved_tables(leaf))
+	{
+		CjBaseRel  *mb = lfirst(lc);
+		char	   *what = psprintf("%s repartitioned by hash of %s",
+									mb->alias, get_attname(mb->relid,
+														   ((Var *) mb->move_key)->varattno,
+														   false));
+
+		g->move_text = g->move_text ? psprintf("%s; %s", g->move_text, what) : what;
+	}
 	return g;
 }
 
@@ -880,14 +1033,40 @@ cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes)
 		foreach(lt, lat->tables)
 		{
 			CjLateralTable *t = lfirst(lt);
-			int			m = table_class(g, t, c);
+			int			m;
 
+			/* a moved table's rows come to the task */
+			if (t->moved)
+				continue;
+			m = table_class(g, t, c);
 			if (m >= 0)
 				nodes = cj_intersect_nodes(nodes,
 										   cj_common_nodes(&t->rel->table->classes[m], NULL));
 		}
 	}
 	return nodes;
+}
+
+/*
+ * cj_lateral_moved_tables
+ *		The tables subqueries of a join tree read, moved to its classes
+ *		(CjBaseRel *, in_subquery): remote_sql.c writes their moves.
+ */
+List *
+cj_lateral_moved_tables(CjJoinTree *t)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, tree_laterals(t, NIL))
+	{
+		ListCell   *lt;
+
+		foreach(lt, ((CjLateral *) lfirst(lc))->tables)
+			if (((CjLateralTable *) lfirst(lt))->moved)
+				result = lappend(result, ((CjLateralTable *) lfirst(lt))->rel);
+	}
+	return result;
 }
 
 void
@@ -1000,8 +1179,11 @@ append_subquery(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
 
 		if (lc != list_head(lat->tables))
 			appendStringInfoString(buf, ", ");
-		cj_append_class_from(buf, lt->rel, table_class(sc->g, lt, sc->cls),
-							 sc->serverid);
+		if (lt->moved)
+			cj_append_moved_from(buf, lt->rel, sc);
+		else
+			cj_append_class_from(buf, lt->rel, table_class(sc->g, lt, sc->cls),
+								 sc->serverid);
 		appendStringInfo(buf, " s%u_%u", lat->rtindex, lt->rti);
 	}
 	if (q->jointree->quals)

@@ -43,8 +43,8 @@ cj_task_node_count(CjJoinGroup *g)
 }
 
 /* the common modulus of a hash-partitioned table, or -1 */
-static int
-single_modulus(CjTable *table)
+int
+cj_single_modulus(CjTable *table)
 {
 	int			c;
 
@@ -92,8 +92,8 @@ cj_choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb,
 	bool		allow_broadcast = (forced == CJ_MOVE_BROADCAST) ||
 		(forced == CJ_MOVE_NONE && colojoin_enable_broadcast);
 	CjBaseRel  *anchor = linitial(ag->rels);
-	int			ma = single_modulus(anchor->table);
-	int			mbmod = single_modulus(mb->table);
+	int			ma = cj_single_modulus(anchor->table);
+	int			mbmod = cj_single_modulus(mb->table);
 	bool		ec_ok = (jointype == JOIN_INNER || jointype == JOIN_SEMI);
 	List	   *ignored = NIL;
 	int			nnodes = cj_task_node_count(ag);
@@ -287,6 +287,14 @@ cj_moves_cost(PlannerInfo *root, CjJoinGroup *g)
 		if (br->move == CJ_MOVE_BROADCAST && list_length(g->tasks) > 1)
 			cost += brel->rows * (list_length(g->tasks) - 1) *
 				(cpu_tuple_cost + cpu_operator_cost) / nnodes;
+	}
+	/* subqueries' tables, repartitioned: each row once */
+	foreach(lc, cj_lateral_moved_tables(g->tree))
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		cost += 50.0 + br->subquery_rows *
+			(3 * cpu_tuple_cost + br->subquery_width * 0.0002);
 	}
 	return cost;
 }

@@ -147,6 +147,8 @@ task_alternatives(CjJoinGroup *g, CjTask *task, List *scan_vars,
 	foreach(lc, g->rels)
 		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
 			return NIL;
+	if (cj_lateral_moved_tables(g->tree) != NIL)
+		return NIL;
 	foreach(lc, task->alternatives)
 	{
 		Oid			alt = lfirst_oid(lc);

@@ -268,6 +268,13 @@ try_colocated_join(PlannerInfo *root, RelOptInfo *joinrel,
 
 static int	move_name_counter = 0;
 
+/* the base name of a moved table's temporary tables, unique in this backend */
+char *
+cj_new_move_name(Index rtindex)
+{
+	return psprintf("colojoin_move_%d_%u", ++move_name_counter, rtindex);
+}
+
 /* every condition of a join tree */
 static List *
 tree_quals(CjJoinTree *t)
@@ -323,8 +330,7 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
 			return NULL;
 		br->move = CJ_MOVE_BROADCAST;
 		br->reference = false;
-		br->move_name = psprintf("colojoin_move_%d_%u", ++move_name_counter,
-								 br->rtindex);
+		br->move_name = cj_new_move_name(br->rtindex);
 		text = text ?
 			psprintf("%s; %s", text, cj_move_description(br, linitial(ag->rels))) :
 			cj_move_description(br, linitial(ag->rels));
@@ -431,8 +437,7 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 													 mb->quals),
 							 reasons))
 			continue;
-		mb->move_name = psprintf("colojoin_move_%d_%u", ++move_name_counter,
-								 mb->rtindex);
+		mb->move_name = cj_new_move_name(mb->rtindex);
 
 		g = palloc0(sizeof(CjJoinGroup));
 		g->rel = joinrel;

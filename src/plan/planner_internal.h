@@ -67,6 +67,14 @@ typedef struct CjBaseRel
 	double		preagg_rows;	/* the groups the sources send, estimated */
 
 	/*
+	 * A table a subquery of the group reads (lateral.c), moved for it: not
+	 * one of the query's relations, so its rows and width are its own.
+	 */
+	bool		in_subquery;
+	double		subquery_rows;
+	int			subquery_width;
+
+	/*
 	 * A table that is not sharded (table NULL), broadcast from the
 	 * coordinator: read with or without its inheritance children, as the
 	 * query reads it.
@@ -282,6 +290,10 @@ extern List *cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes);
 extern void cj_lateral_describe(CjJoinTree *t, StringInfo buf);
 extern const char *cj_lateral_var_name(CjJoinTree *t, Var *var);
 extern void cj_append_lateral(StringInfo buf, CjLateral *lat, CjSqlContext *sc);
+extern List *cj_lateral_moved_tables(CjJoinTree *t);
+extern int	cj_single_modulus(CjTable *table);
+extern char *cj_new_move_name(Index rtindex);
+extern void cj_append_moved_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc);
 extern void cj_lateral_plan_rtes(PlannerInfo *root, CjJoinTree *t);
 
 /*

@@ -493,13 +493,14 @@ move_in_binary(CjBaseRel *br, List *leaves)
 }
 
 /*
- * append_moved_from
+ * cj_append_moved_from
  *		The FROM item of a moved table in one task: the temporary table its
  *		rows were moved into on this node (only this class's rows when they
- *		were routed), or its own partitions when they already sit here.
+ *		were routed), or its own partitions when they already sit here;
+ *		unaliased.
  */
-static void
-append_moved_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
+void
+cj_append_moved_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 {
 	switch (br->move)
 	{
@@ -547,7 +548,6 @@ append_moved_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 			appendStringInfoString(buf, move_table_name(br, -1));
 			break;
 	}
-	appendStringInfo(buf, " r%u", br->rtindex);
 }
 
 /*
@@ -712,7 +712,8 @@ append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 {
 	if (br->move != CJ_MOVE_NONE)
 	{
-		append_moved_from(buf, br, sc);
+		cj_append_moved_from(buf, br, sc);
+		appendStringInfo(buf, " r%u", br->rtindex);
 		return;
 	}
 	/* a reference table is whole in every class: read it once */
@@ -1018,6 +1019,89 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
  *		Every move the plan makes before its tasks, and an estimate of the
  *		rows they carry.
  */
+/* a column of a table a subquery of the group reads, moved for it */
+static const char *
+subquery_table_var_name(Var *var, void *arg)
+{
+	CjBaseRel  *br = (CjBaseRel *) arg;
+
+	if (var->varno != br->rtindex || var->varattno <= 0 || var->varlevelsup != 0)
+		return NULL;
+	return psprintf("r%u.%s", br->rtindex,
+					cj_quote_ident(get_attname(br->relid, var->varattno, false)));
+}
+
+/* the moves of one moved table br of g, appended to *moves */
+static void
+table_moves(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br,
+			CjSqlContext *sc, List **moves, double *rows_moved)
+{
+	double		relrows;
+	bool		binary;
+	List	   *all_leaves = NIL;
+	List	   *nodes = NIL;
+	ListCell   *lc;
+	int			k,
+				l;
+
+	relrows = br->preagg != NIL ? br->preagg_rows :
+		br->in_subquery ? br->subquery_rows :
+		find_base_rel(root, br->rtindex)->rows;
+	for (k = 0; br->table != NULL && k < br->table->nclasses; k++)
+		for (l = 0; l < br->table->classes[k].nleaves; l++)
+			if (br->leaf_live[k][l])
+				all_leaves = lappend(all_leaves, &br->table->classes[k].leaves[l]);
+	/* one format for all of the table's moves, decided once */
+	binary = move_in_binary(br, all_leaves);
+	foreach(lc, g->tasks)
+		if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
+			nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
+
+	if (br->move == CJ_MOVE_PARTITIONS)
+	{
+		foreach(lc, g->tasks)
+		{
+			CjTask	   *task = lfirst(lc);
+			List	   *leaves = cj_refining_leaves(g, br, task->cls);
+
+			if (leaves == NIL || cj_leaves_on_node(leaves, task->serverid))
+				continue;
+			*moves = lappend(*moves, make_move(br, task->serverid, task->cls,
+											   leaves, NIL, NIL, binary, sc));
+			*rows_moved += relrows * list_length(leaves) /
+				Max(list_length(all_leaves), 1);
+		}
+	}
+	else
+	{
+		List	   *all_remainders = NIL;
+
+		if (br->move == CJ_MOVE_REPARTITION)
+			foreach(lc, g->tasks)
+				all_remainders = list_append_unique_int(all_remainders,
+														cj_class_remainder(g, ((CjTask *) lfirst(lc))->cls));
+		foreach(lc, nodes)
+		{
+			Oid			node = lfirst_oid(lc);
+			List	   *remainders = NIL;
+			ListCell   *lt;
+
+			foreach(lt, g->tasks)
+				if (br->move == CJ_MOVE_REPARTITION &&
+					((CjTask *) lfirst(lt))->serverid == node)
+					remainders = lappend_int(remainders,
+											 cj_class_remainder(g, ((CjTask *) lfirst(lt))->cls));
+			*moves = lappend(*moves, make_move(br, node, -1, all_leaves,
+											   remainders, all_remainders, binary,
+											   sc));
+			if (br->move == CJ_MOVE_BROADCAST)
+				*rows_moved += relrows;
+		}
+		if (br->move == CJ_MOVE_REPARTITION)
+			*rows_moved += relrows;
+	}
+}
+
 List *
 cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 			double *rows_moved)
@@ -1025,6 +1109,8 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 	List	   *moves = NIL;
 	ListCell   *lr;
 	int		   *hidden = sc->hidden;
+	CjVarNameFunc saved_name = sc->dctx.var_name;
+	void	   *saved_arg = sc->dctx.var_arg;
 
 	/* a move reads its table on its own, where every column is in reach */
 	sc->hidden = NULL;
@@ -1032,71 +1118,21 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 	foreach(lr, g->rels)
 	{
 		CjBaseRel  *br = lfirst(lr);
-		double		relrows;
-		bool		binary;
-		List	   *all_leaves = NIL;
-		List	   *nodes = NIL;
-		ListCell   *lc;
-		int			k,
-					l;
 
-		if (br->move == CJ_MOVE_NONE)
-			continue;
-		relrows = br->preagg != NIL ? br->preagg_rows :
-			find_base_rel(root, br->rtindex)->rows;
-		for (k = 0; br->table != NULL && k < br->table->nclasses; k++)
-			for (l = 0; l < br->table->classes[k].nleaves; l++)
-				if (br->leaf_live[k][l])
-					all_leaves = lappend(all_leaves, &br->table->classes[k].leaves[l]);
-		/* one format for all of the table's moves, decided once */
-		binary = move_in_binary(br, all_leaves);
-		foreach(lc, g->tasks)
-			if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
-				nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);
+		if (br->move != CJ_MOVE_NONE)
+			table_moves(root, g, br, sc, &moves, rows_moved);
+	}
 
-		if (br->move == CJ_MOVE_PARTITIONS)
-		{
-			foreach(lc, g->tasks)
-			{
-				CjTask	   *task = lfirst(lc);
-				List	   *leaves = cj_refining_leaves(g, br, task->cls);
+	/* the tables subqueries read, moved to the classes they follow */
+	foreach(lr, cj_lateral_moved_tables(g->tree))
+	{
+		CjBaseRel  *br = lfirst(lr);
 
-				if (leaves == NIL || cj_leaves_on_node(leaves, task->serverid))
-					continue;
-				moves = lappend(moves, make_move(br, task->serverid, task->cls,
-												 leaves, NIL, NIL, binary, sc));
-				*rows_moved += relrows * list_length(leaves) /
-					Max(list_length(all_leaves), 1);
-			}
-		}
-		else
-		{
-			List	   *all_remainders = NIL;
-
-			if (br->move == CJ_MOVE_REPARTITION)
-				foreach(lc, g->tasks)
-					all_remainders = list_append_unique_int(all_remainders,
-															cj_class_remainder(g, ((CjTask *) lfirst(lc))->cls));
-			foreach(lc, nodes)
-			{
-				Oid			node = lfirst_oid(lc);
-				List	   *remainders = NIL;
-				ListCell   *lt;
-
-				foreach(lt, g->tasks)
-					if (br->move == CJ_MOVE_REPARTITION &&
-						((CjTask *) lfirst(lt))->serverid == node)
-						remainders = lappend_int(remainders,
-												 cj_class_remainder(g, ((CjTask *) lfirst(lt))->cls));
-				moves = lappend(moves, make_move(br, node, -1, all_leaves,
-												 remainders, all_remainders, binary,
-												 sc));
-				if (br->move == CJ_MOVE_BROADCAST)
-					*rows_moved += relrows;
-			}
-			if (br->move == CJ_MOVE_REPARTITION)
-				*rows_moved += relrows;
-		}
+		sc->dctx.var_name = subquery_table_var_name;
+		sc->dctx.var_arg = br;
+		table_moves(root, g, br, sc, &moves, rows_moved);
+		sc->dctx.var_name = saved_name;
+		sc->dctx.var_arg = saved_arg;
 	}
 	sc->hidden = hidden;
 	return moves;
