@@ -90,10 +90,64 @@ cj_is_lateral_rel(RelOptInfo *rel)
 		!bms_is_empty(rel->lateral_relids);
 }
 
+/* a subquery relation, or a scan of a WITH query (a materialized CTE) */
 bool
 cj_is_subquery_rel(RelOptInfo *rel)
 {
-	return rel->reloptkind == RELOPT_BASEREL && rel->rtekind == RTE_SUBQUERY;
+	return rel->reloptkind == RELOPT_BASEREL &&
+		(rel->rtekind == RTE_SUBQUERY || rel->rtekind == RTE_CTE);
+}
+
+/*
+ * cte_of
+ *		The WITH query a CTE scan reads, its position in the query's WITH
+ *		list, or NULL when the tasks may not compute it again for the join:
+ *		PostgreSQL materializes a WITH query read twice and computes it
+ *		once, which the tasks' copy only repeats when it is a plain SELECT
+ *		of no volatile function (not recursive, not MATERIALIZED on
+ *		purpose, of this query level).
+ */
+static CommonTableExpr *
+cte_of(PlannerInfo *root, RangeTblEntry *rte, int *index)
+{
+	ListCell   *lc;
+
+	if (rte->ctelevelsup != 0 || rte->self_reference)
+		return NULL;
+	foreach(lc, root->parse->cteList)
+	{
+		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
+
+		if (strcmp(cte->ctename, rte->ctename) != 0)
+			continue;
+		if (cte->cterecursive || cte->ctematerialized == CTEMaterializeAlways ||
+			!IsA(cte->ctequery, Query) ||
+			((Query *) cte->ctequery)->commandType != CMD_SELECT ||
+			contain_volatile_functions(cte->ctequery))
+			return NULL;
+		*index = foreach_current_index(lc);
+		return cte;
+	}
+	return NULL;
+}
+
+/* the planner of a subquery or WITH query relation's own query, or NULL */
+static PlannerInfo *
+own_root(PlannerInfo *root, RelOptInfo *rel)
+{
+	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
+	int			i;
+	int			plan_id;
+
+	if (rel->subroot != NULL)
+		return rel->subroot;
+	if (rte->rtekind != RTE_CTE || cte_of(root, rte, &i) == NULL ||
+		i >= list_length(root->cte_plan_ids))
+		return NULL;
+	plan_id = list_nth_int(root->cte_plan_ids, i);
+	if (plan_id <= 0 || plan_id > list_length(root->glob->subroots))
+		return NULL;
+	return (PlannerInfo *) list_nth(root->glob->subroots, plan_id - 1);
 }
 
 /*
@@ -450,6 +504,7 @@ repartition_table(PlannerInfo *root, CjLateral *lat, CjLateralTable *lt,
 	ListCell   *lc;
 	ListCell   *lv;
 	RelOptInfo *trel;
+	PlannerInfo *sub;
 
 	if (lat->correlated || !colojoin_enable_redistribution || modulus <= 0 ||
 		anchor->move != CJ_MOVE_NONE)
@@ -521,8 +576,9 @@ repartition_table(PlannerInfo *root, CjLateral *lat, CjLateralTable *lt,
 					!cj_contains_param(q) && cj_is_shippable(root, (Expr *) q, NULL))
 					mb->remote_quals = lappend(mb->remote_quals, q);
 			}
-			trel = rel->subroot != NULL && lt->rti < rel->subroot->simple_rel_array_size ?
-				rel->subroot->simple_rel_array[lt->rti] : NULL;
+			sub = own_root(root, rel);
+			trel = sub != NULL && lt->rti < sub->simple_rel_array_size ?
+				sub->simple_rel_array[lt->rti] : NULL;
 			mb->subquery_rows = trel != NULL ? Max(trel->rows, 1) : 1000;
 			mb->subquery_width = trel != NULL ? trel->reltarget->width : 32;
 			lt->moved = true;
@@ -654,7 +710,8 @@ static CjLateral *
 make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 			 RelOptInfo *rel, List *join_clauses, List **reasons)
 {
-	const char *kind = cj_is_lateral_rel(rel) ? "LATERAL subquery" : "subquery";
+	const char *kind = cj_is_lateral_rel(rel) ? "LATERAL subquery" :
+		rel->rtekind == RTE_CTE ? "WITH query" : "subquery";
 	List	   *correlation;
 	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
 	Query	   *sq = rte->subquery;
@@ -668,6 +725,21 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	List	   *own_filters = NIL;
 	List	   *quals;
 
+	if (rte->rtekind == RTE_CTE)
+	{
+		CommonTableExpr *cte;
+		int			i;
+
+		cte = cte_of(root, rte, &i);
+		if (cte == NULL)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("WITH query %s is recursive, writes, is MATERIALIZED or calls a volatile function",
+										rte->eref->aliasname));
+			return NULL;
+		}
+		sq = (Query *) cte->ctequery;
+	}
 	if (sq == NULL || sq->commandType != CMD_SELECT || sq->utilityStmt != NULL)
 		return NULL;
 	if (sq->setOperations != NULL || sq->cteList != NIL || sq->hasSubLinks ||
@@ -682,6 +754,10 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 	else if (!cj_is_lateral_rel(rel) &&
 			 (sq->limitCount != NULL || sq->limitOffset != NULL))
 		why = "limits its rows over all partitions";
+	else if (rte->rtekind == RTE_CTE)
+	{
+		/* its conditions stay with the scan of its rows, nothing moved in */
+	}
 	else if (!cj_is_lateral_rel(rel))
 	{
 		/*

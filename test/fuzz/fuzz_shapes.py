@@ -602,6 +602,11 @@ class Shapes:
         if kind == 'cte':
             new['cte'] = 'cte%s' % name
             q.ctes.append(('cte%s' % name, name, rng.choice(['', '', '', 'MATERIALIZED ', 'NOT MATERIALIZED '])))
+            if rng.random() < 0.3:
+                # read twice: PostgreSQL materializes it
+                q.where.append(rng.choice(['EXISTS (SELECT FROM cte%s)' % name,
+                                           '%s.k >= (SELECT min(k) FROM cte%s)' % (x, name),
+                                           '%s.k >= (SELECT min(k) FROM cte%s)' % (x, name)]))
         else:
             new['dt'] = name
         if s['aggs'] and rng.random() < 0.4:
