@@ -159,7 +159,7 @@ SELECT label, (cj_ms_l.check(q)).* FROM (VALUES
 	 'SELECT o_orderkey, l_qty, p_brand, s_nation FROM orders JOIN lineitem ON o_orderkey = l_orderkey LEFT JOIN (part JOIN supplier ON p_partkey % 45 = s_suppkey) ON l_partkey = p_partkey AND l_suppkey = s_suppkey WHERE o_custkey < 30'),
 	('anti join with a joined pair',
 	 'SELECT o_orderkey, l_qty FROM orders JOIN lineitem ON o_orderkey = l_orderkey WHERE NOT EXISTS (SELECT FROM part JOIN supplier ON p_partkey % 45 = s_suppkey WHERE p_partkey = l_partkey AND s_nation = ''PERU'')'),
-	('part kept by a left join: the small group moves to it',
+	('part kept by a left join (the small group could move to it; this little data is cheaper joined by PostgreSQL)',
 	 'SELECT p_brand, count(l_qty) FROM part LEFT JOIN (orders JOIN lineitem ON o_orderkey = l_orderkey) ON l_partkey = p_partkey GROUP BY 1'),
 	('left join of a full join',
 	 'SELECT count(*), count(p_brand), count(s_nation) FROM orders JOIN lineitem ON o_orderkey = l_orderkey LEFT JOIN (part FULL JOIN "Ship Ments" ON p_partkey = "Order Key") ON l_partkey = coalesce(p_partkey, "Order Key") LEFT JOIN supplier ON s_suppkey = l_suppkey'),

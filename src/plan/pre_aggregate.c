@@ -489,11 +489,13 @@ cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
 	ns->remote_sql = remote_sql;
 
 	/*
-	 * What the path saves and adds over the same aggregation of the moved
-	 * rows themselves: the rows that no longer travel, and the sources'
-	 * own aggregation of every row they read.
+	 * What the path adds over the same aggregation of the moved rows
+	 * themselves: the sources' own aggregation of every row they read, and
+	 * its moves (the groups, not the rows), which the path counts itself
+	 * unless a hint asked for the move (cj_make_upper_path).
 	 */
-	*extra_cost = cj_moves_cost(root, ng) - cj_moves_cost(root, g) +
+	*extra_cost = (g->hints_used != NIL || hint != NULL ?
+				   cj_moves_cost(root, ng) - cj_moves_cost(root, g) : 0) +
 		find_base_rel(root, mb->rtindex)->rows * cpu_operator_cost *
 		(list_length(carried) + list_length(pmb->preagg)) /
 		Max(cj_task_node_count(g), 1);

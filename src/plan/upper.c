@@ -215,9 +215,11 @@ cj_make_upper_path(PlannerInfo *root, RelOptInfo *parent, CjJoinGroup *g,
 
 	/*
 	 * The nodes scan, join and aggregate at once, the join costed as for the
-	 * join path; only results travel.
+	 * join path: its moves included, unless a hint asked for them (the
+	 * join path then costs nothing, and the moves are paid either way).
 	 */
-	startup = 100.0 + 0.5 * list_length(g->tasks);
+	startup = 100.0 + 0.5 * list_length(g->tasks) +
+		(g->hints_used == NIL ? cj_moves_cost(root, g) : 0);
 	remote = (input_rows * (cpu_tuple_cost + 2 * cpu_operator_cost) +
 			  g->rel->rows * cpu_tuple_cost +
 			  g->rel->rows * cpu_operator_cost * list_length(spec->remote_exprs)) /
