@@ -506,8 +506,13 @@ repartition_table(PlannerInfo *root, CjLateral *lat, CjLateralTable *lt,
 	RelOptInfo *trel;
 	PlannerInfo *sub;
 
+	/*
+	 * Not for a WITH query PostgreSQL materializes: it computes it anyway
+	 * for its other readers, and its rows at hand join cheaper than a
+	 * second computation whose rows must move first.
+	 */
 	if (lat->correlated || !colojoin_enable_redistribution || modulus <= 0 ||
-		anchor->move != CJ_MOVE_NONE)
+		anchor->move != CJ_MOVE_NONE || rel->rtekind == RTE_CTE)
 		return false;
 	if (cj_xact_has_dml())
 	{
@@ -580,6 +585,8 @@ repartition_table(PlannerInfo *root, CjLateral *lat, CjLateralTable *lt,
 			trel = sub != NULL && lt->rti < sub->simple_rel_array_size ?
 				sub->simple_rel_array[lt->rti] : NULL;
 			mb->subquery_rows = trel != NULL ? Max(trel->rows, 1) : 1000;
+			mb->subquery_tuples = trel != NULL ? Max(trel->tuples, mb->subquery_rows) :
+				mb->subquery_rows;
 			mb->subquery_width = trel != NULL ? trel->reltarget->width : 32;
 			lt->moved = true;
 			lt->anchor = br->rtindex;

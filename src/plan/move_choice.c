@@ -288,13 +288,18 @@ cj_moves_cost(PlannerInfo *root, CjJoinGroup *g)
 			cost += brel->rows * (list_length(g->tasks) - 1) *
 				(cpu_tuple_cost + cpu_operator_cost) / nnodes;
 	}
-	/* subqueries' tables, repartitioned: each row once */
+	/*
+	 * Subqueries' tables, repartitioned: each row once, and every row read
+	 * by the nodes (no plan of theirs counts it; a WITH query PostgreSQL
+	 * materializes is computed again for the tasks).
+	 */
 	foreach(lc, cj_lateral_moved_tables(g->tree))
 	{
 		CjBaseRel  *br = lfirst(lc);
 
 		cost += 50.0 + br->subquery_rows *
-			(3 * cpu_tuple_cost + br->subquery_width * 0.0002);
+			(3 * cpu_tuple_cost + br->subquery_width * 0.0002) +
+			br->subquery_tuples * cpu_tuple_cost / nnodes;
 	}
 	return cost;
 }

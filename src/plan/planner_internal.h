@@ -72,6 +72,7 @@ typedef struct CjBaseRel
 	 */
 	bool		in_subquery;
 	double		subquery_rows;
+	double		subquery_tuples;	/* its rows before its own conditions */
 	int			subquery_width;
 
 	/*
