@@ -357,20 +357,34 @@ cached_table_column(CjTable *t, AttrNumber attno, LeafColumn *out,
 	memset(&key, 0, sizeof(key));
 	key.relid = t->relid;
 	key.attno = attno;
-	e = hash_search(column_cache, &key, HASH_ENTER, &found);
+	e = hash_search(column_cache, &key, HASH_FIND, &found);
 	if (!found)
 	{
-		e->known = table_column(t, attno, &e->col, &e->bounds);
-		e->col.low = e->col.high = NULL;
-		if (e->known && OidIsValid(e->bounds.type))
+		LeafColumn	col;
+		ColumnBounds b;
+		bool		known;
+
+		/*
+		 * Worked out before the entry exists: asking a node may fail, and a
+		 * caught error must not leave a half-filled entry for the rest of
+		 * the transaction.
+		 */
+		memset(&b, 0, sizeof(b));
+		known = table_column(t, attno, &col, &b);
+		col.low = col.high = NULL;
+		if (known && OidIsValid(b.type))
 		{
-			TypeCacheEntry *tc = lookup_type_cache(e->bounds.type, 0);
+			TypeCacheEntry *tc = lookup_type_cache(b.type, 0);
 			MemoryContext old = MemoryContextSwitchTo(column_cxt);
 
-			e->bounds.low = datumCopy(e->bounds.low, tc->typbyval, tc->typlen);
-			e->bounds.high = datumCopy(e->bounds.high, tc->typbyval, tc->typlen);
+			b.low = datumCopy(b.low, tc->typbyval, tc->typlen);
+			b.high = datumCopy(b.high, tc->typbyval, tc->typlen);
 			MemoryContextSwitchTo(old);
 		}
+		e = hash_search(column_cache, &key, HASH_ENTER, &found);
+		e->known = known;
+		e->col = col;
+		e->bounds = b;
 	}
 	*out = e->col;
 	*bounds = e->bounds;

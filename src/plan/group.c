@@ -824,8 +824,7 @@ cj_group_moved_rows(PlannerInfo *root, CjJoinGroup *g)
 	double		rows = 0;
 	ListCell   *lc;
 
-	foreach(lc, g->rels)
-		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
-			rows += cj_moved_rows(root, g, lfirst(lc));
+	foreach(lc, cj_moved_tables(g))
+		rows += cj_moved_rows(root, g, lfirst(lc));
 	return rows;
 }

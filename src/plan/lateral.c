@@ -100,15 +100,14 @@ cj_is_subquery_rel(RelOptInfo *rel)
 
 /*
  * cte_of
- *		The WITH query a CTE scan reads, its position in the query's WITH
- *		list, or NULL when the tasks may not compute it again for the join:
- *		PostgreSQL materializes a WITH query read twice and computes it
+ *		The WITH query a CTE scan reads, or NULL when the tasks may not
+ *		compute it again for the join: PostgreSQL materializes a WITH query read twice and computes it
  *		once, which the tasks' copy only repeats when it is a plain SELECT
  *		of no volatile function (not recursive, not MATERIALIZED on
  *		purpose, of this query level).
  */
 static CommonTableExpr *
-cte_of(PlannerInfo *root, RangeTblEntry *rte, int *index)
+cte_of(PlannerInfo *root, RangeTblEntry *rte)
 {
 	ListCell   *lc;
 
@@ -125,29 +124,9 @@ cte_of(PlannerInfo *root, RangeTblEntry *rte, int *index)
 			((Query *) cte->ctequery)->commandType != CMD_SELECT ||
 			contain_volatile_functions(cte->ctequery))
 			return NULL;
-		*index = foreach_current_index(lc);
 		return cte;
 	}
 	return NULL;
-}
-
-/* the planner of a subquery or WITH query relation's own query, or NULL */
-static PlannerInfo *
-own_root(PlannerInfo *root, RelOptInfo *rel)
-{
-	RangeTblEntry *rte = planner_rt_fetch(rel->relid, root);
-	int			i;
-	int			plan_id;
-
-	if (rel->subroot != NULL)
-		return rel->subroot;
-	if (rte->rtekind != RTE_CTE || cte_of(root, rte, &i) == NULL ||
-		i >= list_length(root->cte_plan_ids))
-		return NULL;
-	plan_id = list_nth_int(root->cte_plan_ids, i);
-	if (plan_id <= 0 || plan_id > list_length(root->glob->subroots))
-		return NULL;
-	return (PlannerInfo *) list_nth(root->glob->subroots, plan_id - 1);
 }
 
 /*
@@ -581,7 +560,7 @@ repartition_table(PlannerInfo *root, CjLateral *lat, CjLateralTable *lt,
 					!cj_contains_param(q) && cj_is_shippable(root, (Expr *) q, NULL))
 					mb->remote_quals = lappend(mb->remote_quals, q);
 			}
-			sub = own_root(root, rel);
+			sub = rel->subroot;
 			trel = sub != NULL && lt->rti < sub->simple_rel_array_size ?
 				sub->simple_rel_array[lt->rti] : NULL;
 			mb->subquery_rows = trel != NULL ? Max(trel->rows, 1) : 1000;
@@ -734,10 +713,8 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 
 	if (rte->rtekind == RTE_CTE)
 	{
-		CommonTableExpr *cte;
-		int			i;
+		CommonTableExpr *cte = cte_of(root, rte);
 
-		cte = cte_of(root, rte, &i);
 		if (cte == NULL)
 		{
 			*reasons = lappend(*reasons,

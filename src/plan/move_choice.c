@@ -215,6 +215,45 @@ cj_move_description(CjBaseRel *mb, CjBaseRel *anchor)
 }
 
 /*
+ * cj_moved_tables
+ *		Every table g moves: its own, and those subqueries of its tree read
+ *		(lateral.c), which are not relations of the query.
+ */
+List *
+cj_moved_tables(CjJoinGroup *g)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
+			result = lappend(result, lfirst(lc));
+	return list_concat(result, cj_lateral_moved_tables(g->tree));
+}
+
+/*
+ * cj_moved_table_rows
+ *		The rows (or groups, aggregated before the move) one moved table
+ *		sends from its sources, and the width of a row.
+ */
+double
+cj_moved_table_rows(PlannerInfo *root, CjBaseRel *br)
+{
+	if (br->preagg != NIL)
+		return br->preagg_rows;
+	if (br->in_subquery)
+		return br->subquery_rows;
+	return find_base_rel(root, br->rtindex)->rows;
+}
+
+static int
+moved_table_width(PlannerInfo *root, CjBaseRel *br)
+{
+	return br->in_subquery ? br->subquery_width :
+		find_base_rel(root, br->rtindex)->reltarget->width;
+}
+
+/*
  * cj_moved_rows
  *		The rows a moved table sends (its groups when it is aggregated
  *		before the move): all of them once when repartitioned,
@@ -225,8 +264,7 @@ cj_move_description(CjBaseRel *mb, CjBaseRel *anchor)
 double
 cj_moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br)
 {
-	double		rows = br->preagg != NIL ? br->preagg_rows :
-		find_base_rel(root, br->rtindex)->rows;
+	double		rows = cj_moved_table_rows(root, br);
 	ListCell   *lc;
 
 	switch (br->move)
@@ -273,33 +311,22 @@ cj_moves_cost(PlannerInfo *root, CjJoinGroup *g)
 	int			nnodes = cj_task_node_count(g);
 	ListCell   *lc;
 
-	foreach(lc, g->rels)
+	foreach(lc, cj_moved_tables(g))
 	{
 		CjBaseRel  *br = lfirst(lc);
-		RelOptInfo *brel;
-		double		moved;
+		double		moved = cj_moved_rows(root, g, br);
 
-		if (br->move == CJ_MOVE_NONE)
-			continue;
-		brel = find_base_rel(root, br->rtindex);
-		moved = cj_moved_rows(root, g, br);
-		cost += 50.0 + moved * (3 * cpu_tuple_cost + brel->reltarget->width * 0.0002);
+		cost += 50.0 + moved * (3 * cpu_tuple_cost + moved_table_width(root, br) * 0.0002);
 		if (br->move == CJ_MOVE_BROADCAST && list_length(g->tasks) > 1)
-			cost += brel->rows * (list_length(g->tasks) - 1) *
+			cost += find_base_rel(root, br->rtindex)->rows * (list_length(g->tasks) - 1) *
 				(cpu_tuple_cost + cpu_operator_cost) / nnodes;
-	}
-	/*
-	 * Subqueries' tables, repartitioned: each row once, and every row read
-	 * by the nodes (no plan of theirs counts it; a WITH query PostgreSQL
-	 * materializes is computed again for the tasks).
-	 */
-	foreach(lc, cj_lateral_moved_tables(g->tree))
-	{
-		CjBaseRel  *br = lfirst(lc);
 
-		cost += 50.0 + br->subquery_rows *
-			(3 * cpu_tuple_cost + br->subquery_width * 0.0002) +
-			br->subquery_tuples * cpu_tuple_cost / nnodes;
+		/*
+		 * A subquery's table is read whole by its nodes, which no plan of
+		 * theirs counts.
+		 */
+		if (br->in_subquery)
+			cost += br->subquery_tuples * cpu_tuple_cost / nnodes;
 	}
 	return cost;
 }

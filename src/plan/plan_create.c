@@ -144,10 +144,7 @@ task_alternatives(CjJoinGroup *g, CjTask *task, List *scan_vars,
 	List	   *result = NIL;
 	ListCell   *lc;
 
-	foreach(lc, g->rels)
-		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
-			return NIL;
-	if (cj_lateral_moved_tables(g->tree) != NIL)
+	if (cj_moved_tables(g) != NIL)
 		return NIL;
 	foreach(lc, task->alternatives)
 	{

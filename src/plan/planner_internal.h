@@ -341,6 +341,8 @@ extern int	cj_choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb,
 						   int forced, List **reasons);
 extern char *cj_move_description(CjBaseRel *mb, CjBaseRel *anchor);
 extern double cj_moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br);
+extern List *cj_moved_tables(CjJoinGroup *g);
+extern double cj_moved_table_rows(PlannerInfo *root, CjBaseRel *br);
 extern Cost cj_moves_cost(PlannerInfo *root, CjJoinGroup *g);
 extern int	cj_task_node_count(CjJoinGroup *g);
 extern bool cj_move_columns(CjBaseRel *br, Node *exprs, List **reasons);

@@ -492,9 +492,10 @@ cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
 	 * What the path adds over the same aggregation of the moved rows
 	 * themselves: the sources' own aggregation of every row they read, and
 	 * its moves (the groups, not the rows), which the path counts itself
-	 * unless a hint asked for the move (cj_make_upper_path).
+	 * unless a hint asked for the move (cj_make_upper_path; a
+	 * PreAggregate hint makes the path cost nothing anyway).
 	 */
-	*extra_cost = (g->hints_used != NIL || hint != NULL ?
+	*extra_cost = (g->hints_used != NIL ?
 				   cj_moves_cost(root, ng) - cj_moves_cost(root, g) : 0) +
 		find_base_rel(root, mb->rtindex)->rows * cpu_operator_cost *
 		(list_length(carried) + list_length(pmb->preagg)) /

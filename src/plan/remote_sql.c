@@ -1044,9 +1044,7 @@ table_moves(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br,
 	int			k,
 				l;
 
-	relrows = br->preagg != NIL ? br->preagg_rows :
-		br->in_subquery ? br->subquery_rows :
-		find_base_rel(root, br->rtindex)->rows;
+	relrows = cj_moved_table_rows(root, br);
 	for (k = 0; br->table != NULL && k < br->table->nclasses; k++)
 		for (l = 0; l < br->table->classes[k].nleaves; l++)
 			if (br->leaf_live[k][l])
@@ -1115,21 +1113,16 @@ cj_build_moves(PlannerInfo *root, CjJoinGroup *g, CjSqlContext *sc,
 	/* a move reads its table on its own, where every column is in reach */
 	sc->hidden = NULL;
 	*rows_moved = 0;
-	foreach(lr, g->rels)
+	foreach(lr, cj_moved_tables(g))
 	{
 		CjBaseRel  *br = lfirst(lr);
 
-		if (br->move != CJ_MOVE_NONE)
-			table_moves(root, g, br, sc, &moves, rows_moved);
-	}
-
-	/* the tables subqueries read, moved to the classes they follow */
-	foreach(lr, cj_lateral_moved_tables(g->tree))
-	{
-		CjBaseRel  *br = lfirst(lr);
-
-		sc->dctx.var_name = subquery_table_var_name;
-		sc->dctx.var_arg = br;
+		/* a subquery's table is named apart from the group's */
+		if (br->in_subquery)
+		{
+			sc->dctx.var_name = subquery_table_var_name;
+			sc->dctx.var_arg = br;
+		}
 		table_moves(root, g, br, sc, &moves, rows_moved);
 		sc->dctx.var_name = saved_name;
 		sc->dctx.var_arg = saved_arg;
