@@ -41,6 +41,9 @@ OBJS = \
 	src/operations/progress.o \
 	src/operations/shared_sizes.o \
 	src/operations/column_stats.o \
+	src/operations/remote_table_ddl.o \
+	src/operations/class_move.o \
+	src/operations/move_cleanup.o \
 	src/plan/aggregates.o \
 	src/plan/combine.o \
 	src/plan/decision_log.o \
@@ -78,7 +81,7 @@ OBJS = \
 	src/write/write_guard.o
 
 EXTENSION = colojoin
-DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql colojoin--1.1--1.2.sql colojoin--1.2--1.3.sql
+DATA = colojoin--1.0.sql colojoin--1.0--1.1.sql colojoin--1.1--1.2.sql colojoin--1.2--1.3.sql colojoin--1.3--1.4.sql
 PGFILEDESC = "colojoin - colocated joins over postgres_fdw shards"
 
 # The suites need the multi-node cluster of test/cluster and colojoin preloaded,

@@ -17,6 +17,7 @@
 
 #include "exec/executor.h"
 #include "metadata/metadata.h"
+#include "operations/class_move.h"
 #include "operations/column_stats.h"
 #include "operations/progress.h"
 #include "plan/decision_stats.h"
@@ -203,6 +204,7 @@ _PG_init(void)
 	cj_column_stats_init();
 	cj_decision_stats_init();
 	cj_progress_init();
+	cj_class_move_init();
 	cj_copy_from_init();
 	cj_truncate_init();
 

@@ -133,6 +133,29 @@ cj_record_shard_origin(Oid leaf, Oid serverid, const char *remote_schema,
 }
 
 /*
+ * cj_forget_shard_origin
+ *		See shard_drop.h.
+ */
+void
+cj_forget_shard_origin(Oid leaf, Oid serverid)
+{
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		values[2];
+
+	if (!OidIsValid(origins_relid()))
+		return;
+	values[0] = ObjectIdGetDatum(leaf);
+	values[1] = CStringGetTextDatum(GetForeignServer(serverid)->servername);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (record_exec("DELETE FROM colojoin.shard_origins "
+					"WHERE leaf = $1::pg_catalog.regclass AND server = $2::pg_catalog.name",
+					2, argtypes, values, false) != SPI_OK_DELETE)
+		elog(ERROR, "could not forget the remote table of %u", leaf);
+	SPI_finish();
+}
+
+/*
  * drop_remote
  *		DROP TABLE the remote table on the named server, in this
  *		transaction's remote transaction there (one connection per database,

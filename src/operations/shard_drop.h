@@ -17,4 +17,10 @@ extern void cj_record_shard_origin(Oid leaf, Oid serverid,
 								   const char *remote_schema,
 								   const char *remote_table);
 
+/*
+ * cj_forget_shard_origin: leaf's remote table on serverid is no longer
+ * colojoin's to drop (it was dropped, or a move left it behind on purpose).
+ */
+extern void cj_forget_shard_origin(Oid leaf, Oid serverid);
+
 #endif							/* COLOJOIN_SHARD_DROP_H */

@@ -87,6 +87,60 @@ is_libpq_keyword(const char *name)
 	return false;
 }
 
+/* value quoted for a libpq connection string */
+static void
+append_conninfo_value(StringInfo buf, const char *value)
+{
+	const char *p;
+
+	appendStringInfoChar(buf, '\'');
+	for (p = value; *p; p++)
+	{
+		if (*p == '\'' || *p == '\\')
+			appendStringInfoChar(buf, '\\');
+		appendStringInfoChar(buf, *p);
+	}
+	appendStringInfoChar(buf, '\'');
+}
+
+/*
+ * cj_server_conninfo
+ *		See connection.h: the connection string of the server's and user
+ *		mapping's libpq options, credentials from the mapping only, as a
+ *		node needs it to reach the server's node itself.
+ */
+char *
+cj_server_conninfo(Oid serverid, Oid userid)
+{
+	ForeignServer *server = GetForeignServer(serverid);
+	UserMapping *um = cj_lookup_user_mapping(userid, server);
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, server->options)
+	{
+		DefElem    *d = (DefElem *) lfirst(lc);
+
+		if (!is_libpq_keyword(d->defname) ||
+			strcmp(d->defname, "user") == 0 ||
+			strcmp(d->defname, "password") == 0)
+			continue;
+		appendStringInfo(&buf, "%s%s=", buf.len > 0 ? " " : "", d->defname);
+		append_conninfo_value(&buf, defGetString(d));
+	}
+	foreach(lc, um->options)
+	{
+		DefElem    *d = (DefElem *) lfirst(lc);
+
+		if (!is_libpq_keyword(d->defname))
+			continue;
+		appendStringInfo(&buf, "%s%s=", buf.len > 0 ? " " : "", d->defname);
+		append_conninfo_value(&buf, defGetString(d));
+	}
+	return buf.data;
+}
+
 /*
  * cj_application_name_prefix
  *		"colojoin:<system identifier>": what every connection this

@@ -793,6 +793,34 @@ cj_conn_open_raw(Oid serverid, Oid userid, int slot, char **reason)
 	return c->conn;
 }
 
+/*
+ * cj_get_autocommit_connection
+ *		See connection.h: slot's connection, open and outside any remote
+ *		transaction, for commands the node must commit at once (creating a
+ *		subscription, dropping a replication slot).  A node that cannot be
+ *		reached or refuses the login is an ERROR naming it, as for any
+ *		connection; a busy node is waited for.
+ */
+CjConnection *
+cj_get_autocommit_connection(Oid serverid, Oid userid, int slot)
+{
+	CjConnection *c;
+	char	   *why = NULL;
+
+	(void) try_connect(serverid, userid, slot, CJ_CONNECT_WAIT, &why);
+	c = cj_lookup_entry(serverid, userid, slot, false);
+	if (c->conn == NULL || PQstatus(c->conn) != CONNECTION_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to node \"%s\"", NameStr(c->node_name)),
+				 errdetail("%s", why ? why : "The connection failed.")));
+	if (c->xact_open || c->in_flight ||
+		PQtransactionStatus(c->conn) != PQTRANS_IDLE)
+		elog(ERROR, "connection slot %d to node \"%s\" is in a transaction",
+			 slot, NameStr(c->node_name));
+	return c;
+}
+
 bool
 cj_has_user_mapping(Oid serverid, Oid userid)
 {

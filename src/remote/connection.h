@@ -125,6 +125,13 @@ extern uint64 cj_copy_last_rows(void);
 extern char *cj_server_address(Oid serverid);
 
 /*
+ * cj_server_conninfo: a libpq connection string to serverid's node for
+ * userid (the server's options, the user mapping's credentials), for a
+ * node that must connect to another itself (a subscription).
+ */
+extern char *cj_server_conninfo(Oid serverid, Oid userid);
+
+/*
  * cj_conn_note_write: the caller made a change on the node that must commit
  * with the local transaction (create_shards' tables, add_replica's rows);
  * scratch objects that die with the statement need no note.  undo_sql (may
@@ -289,6 +296,16 @@ extern PGresult *cj_conn_collect(CjConnection *conn, const char *sql,
 extern PGconn *cj_conn_open_raw(Oid serverid, Oid userid, int slot,
 								char **reason);
 extern bool cj_has_user_mapping(Oid serverid, Oid userid);
+
+/*
+ * cj_get_autocommit_connection: slot's connection, open and outside any
+ * remote transaction, so that each command commits on the node at once
+ * (what must outlive the local transaction, or cannot run in one).  ERROR
+ * when the node cannot be reached.  The caller keeps it out of transaction
+ * blocks; cj_exec_command and cj_exec_query work on it as on any other.
+ */
+extern CjConnection *cj_get_autocommit_connection(Oid serverid, Oid userid,
+												  int slot);
 
 /*
  * The application_name of every connection to a node:

@@ -32,6 +32,7 @@
 #include "lib/stringinfo.h"
 #include "partitioning/partbounds.h"
 #include "partitioning/partdesc.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -558,6 +559,15 @@ batch_for(CjRouter *r, Oid leafrelid)
 
 	if (found)
 		return b;
+
+	/*
+	 * A class move switches a leaf's placement holding EXCLUSIVE on the
+	 * leaf (operations/class_move.c): the first row for a leaf waits for a
+	 * switch under way, and the placements are read after the lock, so the
+	 * rows go where the leaf is once the switch committed.
+	 */
+	LockRelationOid(leafrelid, RowExclusiveLock);
+	r->table = cj_get_table(r->relid);
 	c = cj_class_of_leaf(r->table, leafrelid, &li);
 	if (c < 0)
 		ereport(ERROR,

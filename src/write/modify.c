@@ -627,6 +627,22 @@ plan_update_delete(Query *parse, const char *query_string, int cursorOptions,
 	PG_END_TRY();
 	if (!IsA(stmt->planTree, ModifyTable))
 		return NULL;
+
+	/*
+	 * That planning locked the surviving leaves, and so waited for a class
+	 * move switching one of them (operations/class_move.c): placements read
+	 * before are then stale, and PostgreSQL's plan, which reads them after
+	 * its locks, does the write instead.
+	 */
+	if (cj_get_table(rte->relid) != target->table)
+		return NULL;
+	foreach(lc, others)
+	{
+		WriteRel   *wr = (WriteRel *) lfirst(lc);
+
+		if (cj_get_table(rt_fetch(wr->rti, parse->rtable)->relid) != wr->table)
+			return NULL;
+	}
 	foreach(lc, stmt->resultRelations)
 		survivors = lappend_oid(survivors,
 								rt_fetch(lfirst_int(lc), stmt->rtable)->relid);

@@ -25,6 +25,7 @@
 #   CJ_DB            database created on every server (default colojoin_regress)
 #   PG_BINDIR        PostgreSQL binaries          (default: pg_config --bindir
 #                                                  of PostgreSQL 15)
+#   CJ_WAL_LEVEL     wal_level of the servers     (default logical: online class moves)
 #   CJ_AUTOVACUUM    autovacuum on the servers    (default on; test/run_tests.sh
 #                                                  sets off: statistics, which
 #                                                  steer plans, then appear only
@@ -117,6 +118,8 @@ shared_buffers = 128MB
 log_min_messages = warning
 log_line_prefix = '%m [%p] %d '
 autovacuum = ${CJ_AUTOVACUUM:-on}
+# class moves (colojoin.move_class, mode online) replicate from node to node
+wal_level = ${CJ_WAL_LEVEL:-logical}
 CONF
 	if [ -n "$preload" ]; then
 		echo "shared_preload_libraries = '$preload'" >>"$dir/postgresql.conf"

@@ -1,0 +1,38 @@
+/*-------------------------------------------------------------------------
+ *
+ * class_move.h
+ *	  Moving a partition class between servers, and cleaning up after a
+ *	  move that failed half way.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef COLOJOIN_CLASS_MOVE_H
+#define COLOJOIN_CLASS_MOVE_H
+
+/* the prefix of every publication, subscription and slot a move makes */
+#define CJ_MOVE_PREFIX "colojoin_move_"
+
+/* the comment a move's target table carries until the move commits */
+#define CJ_MOVE_MARKER "colojoin: target of move "
+
+/* connection slots of moves, outside any remote transaction */
+#define CJ_MOVE_SLOT 996
+#define CJ_MOVE_CLEANUP_SLOT 995
+
+extern bool colojoin_move_keep_source;
+
+/*
+ * cj_move_remove_remains: drop what the move called name left on the
+ * nodes of servers src and dst (its subscription, publication, slot and
+ * marked target tables), as far as they can be reached; WARNINGs for what
+ * could not be removed.  Returns how many objects it removed.  Skips a
+ * move another session is running.
+ */
+extern int	cj_move_remove_remains(Oid src, Oid dst, const char *name);
+
+/* the advisory lock a running move holds on its name */
+extern bool cj_move_lock_name(const char *name, bool wait);
+
+extern void cj_class_move_init(void);
+
+#endif							/* COLOJOIN_CLASS_MOVE_H */
