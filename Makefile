@@ -44,6 +44,8 @@ OBJS = \
 	src/operations/remote_table_ddl.o \
 	src/operations/class_move.o \
 	src/operations/move_cleanup.o \
+	src/operations/rebalance_plan.o \
+	src/operations/rebalance_worker.o \
 	src/plan/aggregates.o \
 	src/plan/combine.o \
 	src/plan/decision_log.o \

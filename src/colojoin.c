@@ -205,6 +205,7 @@ _PG_init(void)
 	cj_decision_stats_init();
 	cj_progress_init();
 	cj_class_move_init();
+	cj_rebalance_worker_init();
 	cj_copy_from_init();
 	cj_truncate_init();
 

@@ -205,8 +205,8 @@ server_oid(const char *name, const char *what)
  * p reaches the node of server s; a server not connected to yet is asked
  * which database it is first.
  */
-static bool
-on_node(Oid p, Oid s)
+bool
+cj_on_node(Oid p, Oid s)
 {
 	char	   *why;
 
@@ -250,7 +250,7 @@ add_class_parts(ClassMove *m, CjTable *t, int cls, bool required)
 			CjPlacement *pl = &leaf->placements[p];
 			MovePart   *part;
 
-			if (!m->same_node && on_node(pl->serverid, m->to))
+			if (!m->same_node && cj_on_node(pl->serverid, m->to))
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("leaf %s already has a placement on server \"%s\"",
@@ -259,7 +259,7 @@ add_class_parts(ClassMove *m, CjTable *t, int cls, bool required)
 						 errdetail("Server \"%s\" reaches the same node; one node holds at most one placement of a class.",
 								   m->to_name),
 						 errhint("Move the class to a server of another node.")));
-			if (found || !on_node(pl->serverid, m->from))
+			if (found || !cj_on_node(pl->serverid, m->from))
 				continue;
 			found = true;
 			part = palloc0(sizeof(MovePart));
@@ -274,7 +274,7 @@ add_class_parts(ClassMove *m, CjTable *t, int cls, bool required)
 			m->parts = lappend(m->parts, part);
 		}
 		for (p = 0; p < leaf->nstale; p++)
-			if (on_node(leaf->stale[p].serverid, m->to) && !m->same_node)
+			if (cj_on_node(leaf->stale[p].serverid, m->to) && !m->same_node)
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("leaf %s has a stale placement on server \"%s\"",
@@ -311,8 +311,8 @@ class_server(CjTable *t, int cls)
  * shares a node with t only here and there is not (its classes elsewhere
  * would not follow it anyway).
  */
-static bool
-colocated_with(CjTable *t, CjTable *o)
+bool
+cj_tables_colocated(CjTable *t, CjTable *o)
 {
 	List	   *reasons = NIL;
 	int			k;
@@ -326,7 +326,7 @@ colocated_with(CjTable *t, CjTable *o)
 		Oid			b = class_server(o, k);
 
 		if (strcmp(cj_class_bound_text(o, k), cj_class_bound_text(t, k)) != 0 ||
-			a == CJ_LOCAL_NODE || b == CJ_LOCAL_NODE || !on_node(a, b))
+			a == CJ_LOCAL_NODE || b == CJ_LOCAL_NODE || !cj_on_node(a, b))
 			return false;
 	}
 	return true;
@@ -347,7 +347,7 @@ collect_parts(ClassMove *m, CjTable *t)
 	{
 		CjTable    *o = cj_get_table(lfirst_oid(lc));
 
-		if (o != NULL && o->relid != t->relid && colocated_with(t, o))
+		if (o != NULL && o->relid != t->relid && cj_tables_colocated(t, o))
 			add_class_parts(m, o, m->cls, false);
 	}
 }
@@ -421,13 +421,58 @@ switch_placements(ClassMove *m)
 	}
 }
 
+/*
+ * Lock every leaf that moves in mode, all or none at a time: a writer that
+ * holds one leaf of the class and then wants another (an UPDATE of orders,
+ * then an INSERT into lineitem) would otherwise deadlock with a move that
+ * holds the second and waits for the first.  When a leaf is taken, the
+ * ones got so far are let go and the move waits for that one alone,
+ * holding nothing a writer needs.
+ */
 static void
 lock_leaves(ClassMove *m, LOCKMODE mode)
 {
-	ListCell   *lc;
+	/*
+	 * Going from EXCLUSIVE to ACCESS EXCLUSIVE the writers already wait for
+	 * the move, and waits for readers cannot close a cycle with them; one
+	 * leaf after the other then (a conditional request would lose to every
+	 * writer queued behind the EXCLUSIVE lock, for ever).
+	 */
+	if (mode == AccessExclusiveLock)
+	{
+		ListCell   *lc;
 
-	foreach(lc, m->parts)
-		LockRelationOid(((MovePart *) lfirst(lc))->leafrelid, mode);
+		foreach(lc, m->parts)
+			LockRelationOid(((MovePart *) lfirst(lc))->leafrelid, mode);
+		return;
+	}
+	for (;;)
+	{
+		List	   *got = NIL;
+		Oid			busy = InvalidOid;
+		ListCell   *lc;
+
+		foreach(lc, m->parts)
+		{
+			Oid			leaf = ((MovePart *) lfirst(lc))->leafrelid;
+
+			if (list_member_oid(got, leaf))
+				continue;
+			if (!ConditionalLockRelationOid(leaf, mode))
+			{
+				busy = leaf;
+				break;
+			}
+			got = lappend_oid(got, leaf);
+		}
+		if (!OidIsValid(busy))
+			return;
+		foreach(lc, got)
+			UnlockRelationOid(lfirst_oid(lc), mode);
+		list_free(got);
+		LockRelationOid(busy, mode);
+		UnlockRelationOid(busy, mode);
+	}
 }
 
 /*
@@ -745,6 +790,20 @@ move_online(ClassMove *m)
 						m->from_name),
 				 errdetail("The node's wal_level is %s.", wal_level ? wal_level : "unknown"),
 				 errhint("Set wal_level = logical on that node and restart it, or move with mode => 'blocking'.")));
+
+	{
+		char	   *senders = one_value(src, "SELECT LEAST("
+										"pg_catalog.current_setting('max_wal_senders')::int4,"
+										" pg_catalog.current_setting('max_replication_slots')::int4)",
+										"checking the move's source");
+
+		if (senders == NULL || atoi(senders) <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("an online move needs max_wal_senders and max_replication_slots above 0 on server \"%s\"",
+							m->from_name),
+					 errhint("Raise them on that node and restart it, or move with mode => 'blocking'.")));
+	}
 
 	/* remains of an earlier try of this move go first */
 	if (!cj_move_lock_name(m->name, false))

@@ -33,6 +33,20 @@ extern int	cj_move_remove_remains(Oid src, Oid dst, const char *name);
 /* the advisory lock a running move holds on its name */
 extern bool cj_move_lock_name(const char *name, bool wait);
 
+/*
+ * cj_tables_colocated: o is partitioned like t, with the same bounds class
+ * by class, and each class's primary on the same node as t's: a class of
+ * t moves with o's.
+ */
+struct CjTable;
+extern bool cj_tables_colocated(struct CjTable *t, struct CjTable *o);
+
+/* server p reaches server s's node (asking either which one, if unknown) */
+extern bool cj_on_node(Oid p, Oid s);
+
 extern void cj_class_move_init(void);
+
+/* rebalance_worker.c: whether its worker can run (preloaded) */
+extern void cj_rebalance_worker_init(void);
 
 #endif							/* COLOJOIN_CLASS_MOVE_H */

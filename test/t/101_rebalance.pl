@@ -1,0 +1,181 @@
+# test/t/101_rebalance.pl -- growing the cluster: a rebalance onto a new
+# node while pgbench writes, then a drain of that node stopped by failures.
+#
+# - orders and items (colocated, 8 classes) live on n1 and n2; n3 is new.
+#   pgbench clients write to them and, in the same transactions, to local
+#   twins while colojoin.rebalance() moves classes onto n3 in its
+#   background worker: no transaction fails, the tables equal their twins,
+#   n3 holds classes and the join is colocated with tasks there.
+# - Draining n3, with the worker stopped at a phase of a move (an advisory
+#   lock the test holds, seen in pg_locks): the worker killed (the
+#   postmaster starts it again and it goes on with the same move), the
+#   coordinator killed (rebalance_resume() goes on), the job cancelled (the
+#   class stays, the job and move say cancelled).  Each ends with the
+#   tables equal to their twins and nothing of a move left on the nodes.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ColojoinTest;
+
+my $c = cj_new_cluster(
+	name => 'rebalance',
+	nodes => 3,
+	node_conf => "wal_level = logical\nmax_wal_senders = 10\nmax_replication_slots = 10\n");
+my $coord = $c->{coordinator};
+my ($node1, $node2, $node3) = @{ $c->{nodes} };
+
+$coord->safe_psql(
+	'postgres', q{
+CREATE TABLE orders (o_id int NOT NULL, o_cust int, o_total numeric) PARTITION BY HASH (o_id);
+SELECT colojoin.create_shards('orders', ARRAY['n1', 'n2'], 8);
+CREATE TABLE items (i_order int, i_qty int) PARTITION BY HASH (i_order);
+SELECT colojoin.create_shards('items', NULL, colocate_with => 'orders');
+CREATE TABLE lorders (o_id int NOT NULL, o_cust int, o_total numeric);
+CREATE TABLE litems (i_order int, i_qty int);
+INSERT INTO lorders SELECT g, g % 40, 0 FROM generate_series(1, 4000) g;
+INSERT INTO litems SELECT g / 4, g % 7 FROM generate_series(1, 16000) g;
+INSERT INTO orders SELECT * FROM lorders;
+INSERT INTO items SELECT * FROM litems;
+});
+# the nodes count their rows for the planner
+$_->safe_psql('postgres', 'ANALYZE') for ($node1, $node2);
+
+my $same = q{SELECT
+	(SELECT array_agg(o ORDER BY o) FROM (SELECT o::text FROM orders o) s) =
+	(SELECT array_agg(o ORDER BY o) FROM (SELECT o::text FROM lorders o) s)
+	AND (SELECT array_agg(i ORDER BY i) FROM (SELECT i::text FROM items i) s) =
+	(SELECT array_agg(i ORDER BY i) FROM (SELECT i::text FROM litems i) s)};
+my $remains = q{SELECT (SELECT count(*) FROM pg_subscription) + (SELECT count(*) FROM pg_publication)
+	+ (SELECT count(*) FROM pg_replication_slots)
+	+ (SELECT count(*) FROM pg_description WHERE description LIKE 'colojoin: target of move %')};
+my $on_n3 = "SELECT count(DISTINCT partition_class) FROM colojoin.shards WHERE node = 'n3'";
+
+sub job_ends
+{
+	my ($job, $state, $what) = @_;
+	ok($coord->poll_query_until('postgres',
+			"SELECT state FROM colojoin.rebalance_jobs WHERE job = $job", $state),
+		"$what: job $job is $state");
+}
+
+sub all_clean
+{
+	my ($what) = @_;
+	is($coord->safe_psql('postgres', $same), 't', "$what: the tables equal their twins");
+	for my $node ($node1, $node2, $node3)
+	{
+		is($node->safe_psql('postgres', $remains), '0',
+			"$what: nothing of a move is left on " . $node->name);
+	}
+}
+
+my $plan = $coord->safe_psql('postgres',
+	"SELECT count(*) FROM colojoin.rebalance_plan(ARRAY['n1', 'n2', 'n3']) WHERE to_server = 'n3'");
+cmp_ok($plan, '>=', 2, 'the plan moves classes onto the new node');
+
+# --- rebalance under writes ------------------------------------------------
+
+my $writes = <<'SCRIPT';
+\set id random(1, 4000)
+\set q random(1, 6)
+BEGIN;
+UPDATE orders SET o_total = o_total + :q WHERE o_id = :id;
+UPDATE lorders SET o_total = o_total + :q WHERE o_id = :id;
+INSERT INTO items VALUES (:id, :q);
+INSERT INTO litems VALUES (:id, :q);
+DELETE FROM items WHERE i_order = :id AND i_qty = :q - 1;
+DELETE FROM litems WHERE i_order = :id AND i_qty = :q - 1;
+END;
+SCRIPT
+PostgreSQL::Test::Utils::append_to_file($coord->basedir . '/writes.sql', $writes);
+my ($pgb_out, $pgb_err) = ('', '');
+my $pgbench = IPC::Run::start(
+	[
+		'pgbench', '-n', '-c', '4', '-j', '4', '-t', '600',
+		'-h', $coord->host, '-p', $coord->port,
+		'-f', $coord->basedir . '/writes.sql', 'postgres'
+	],
+	'>', \$pgb_out, '2>', \$pgb_err);
+ok($coord->poll_query_until('postgres', 'SELECT sum(o_total) > 200 FROM lorders'),
+	'the writers are running');
+my $job = $coord->safe_psql('postgres', "SELECT colojoin.rebalance(ARRAY['n1', 'n2', 'n3'])");
+job_ends($job, 'done', 'rebalance under writes');
+$pgbench->finish;
+like($pgb_out, qr{processed: 2400/2400}, 'every pgbench transaction ran');
+like($pgb_out, qr{number of failed transactions: 0}, 'and none failed');
+is($pgb_err, '', 'pgbench reported no error');
+is($coord->safe_psql('postgres',
+		"SELECT count(*) FROM colojoin.rebalance_moves WHERE job = $job AND state <> 'done'"),
+	'0', 'every move of the job is done');
+cmp_ok($coord->safe_psql('postgres', $on_n3), '>=', 2, 'n3 holds classes');
+is($coord->safe_psql('postgres',
+		"SELECT count(*) FROM (SELECT partition_class FROM colojoin.shards GROUP BY 1 HAVING count(DISTINCT node) > 1) s"),
+	'0', 'each class of orders and items is on one node');
+all_clean('after the rebalance');
+like(cj_explain($coord, 'postgres', 'SELECT count(*) FROM orders JOIN items ON i_order = o_id'),
+	qr/colocated on orders.o_id = items.i_order.*\n.*\n\s+Tasks: .*n3 \d/,
+	'the join is colocated, with tasks on n3');
+
+# --- draining n3, stopped by failures --------------------------------------
+
+$coord->safe_psql('postgres',
+	"ALTER DATABASE postgres SET colojoin.debug_pause_move = 7301;"
+	  . "ALTER DATABASE postgres SET colojoin.debug_pause_move_phase = 'copied';");
+my $holder = cj_session($coord);
+$holder->query_safe('SELECT pg_advisory_lock(7301)');
+my $waiting = "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = 7301 AND NOT granted";
+
+my $before = $coord->safe_psql('postgres', $on_n3);
+$job = $coord->safe_psql('postgres', "SELECT colojoin.rebalance(drain => 'n3')");
+ok($coord->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($waiting) w"),
+	'the worker waits in its first move');
+my $pid = $coord->safe_psql('postgres', $waiting);
+
+# the worker killed: the postmaster starts it again, on the same move
+$coord->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+ok($coord->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($waiting) w WHERE pid <> $pid"),
+	'a new worker waits in the same move');
+is($coord->safe_psql('postgres',
+		"SELECT count(*) FROM colojoin.rebalance_moves WHERE job = $job AND state = 'done'"),
+	'0', 'no move was done twice or skipped');
+
+# the coordinator killed: rebalance_resume goes on
+$coord->stop('immediate');
+eval { $holder->quit };
+$coord->start;
+$holder = cj_session($coord);
+$holder->query_safe('SELECT pg_advisory_lock(7301)');
+is($coord->safe_psql('postgres', "SELECT state FROM colojoin.rebalance_jobs WHERE job = $job"),
+	'running', 'after the restart the job is unfinished');
+is($coord->safe_psql('postgres', 'SELECT colojoin.rebalance_resume()'), $job,
+	'rebalance_resume starts it again');
+ok($coord->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($waiting) w"),
+	'its worker waits in the move');
+$holder->query_safe('SELECT pg_advisory_unlock(7301)');
+job_ends($job, 'done', 'drain');
+is($coord->safe_psql('postgres', $on_n3), '0', 'n3 holds no class');
+all_clean('after the drain');
+
+# cancelled: the class stays, the job says so
+$holder->query_safe('SELECT pg_advisory_lock(7301)');
+$job = $coord->safe_psql('postgres', "SELECT colojoin.rebalance(ARRAY['n1', 'n2', 'n3'])");
+ok($coord->poll_query_until('postgres', "SELECT count(*) = 1 FROM ($waiting) w"),
+	'the next job\'s worker waits in its first move');
+is($coord->safe_psql('postgres', 'SELECT colojoin.rebalance_cancel()'), 't', 'the job is cancelled');
+job_ends($job, 'cancelled', 'cancel');
+ok($coord->poll_query_until('postgres',
+		"SELECT state FROM colojoin.rebalance_moves WHERE job = $job AND move = 1", 'cancelled'),
+	'its running move is cancelled');
+is($coord->safe_psql('postgres', $on_n3), '0', 'the cancelled move left its class where it was');
+$holder->query_safe('SELECT pg_advisory_unlock(7301)');
+$holder->quit;
+all_clean('after the cancel');
+
+$coord->safe_psql('postgres',
+	"ALTER DATABASE postgres RESET colojoin.debug_pause_move;"
+	  . "ALTER DATABASE postgres RESET colojoin.debug_pause_move_phase;");
+done_testing();
