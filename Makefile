@@ -43,6 +43,7 @@ OBJS = \
 	src/operations/column_stats.o \
 	src/operations/remote_table_ddl.o \
 	src/operations/class_move.o \
+	src/operations/class_split.o \
 	src/operations/move_cleanup.o \
 	src/operations/rebalance_plan.o \
 	src/operations/rebalance_worker.o \

@@ -114,3 +114,16 @@ CREATE VIEW colojoin.rebalance_status AS
 COMMENT ON VIEW colojoin.rebalance_status IS
 	'each move of each rebalance job: planned, moving (with its phase), done, failed or cancelled';
 GRANT SELECT ON colojoin.rebalance_status TO PUBLIC;
+
+/*
+ * Split the hash classes of a table and of every table colocated with it
+ * to a finer modulus, in place or onto servers; one class or all.
+ */
+CREATE FUNCTION colojoin.split_shards(table_name regclass, new_modulus integer,
+	servers name[] DEFAULT NULL, partition_class integer DEFAULT NULL)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'colojoin_split_shards'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION colojoin.split_shards(regclass, integer, name[], integer) IS
+	'split the hash classes of a table and every table colocated with it to a finer modulus';
+REVOKE ALL ON FUNCTION colojoin.split_shards(regclass, integer, name[], integer) FROM PUBLIC;

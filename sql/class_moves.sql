@@ -217,6 +217,36 @@ SELECT count(*), sum(k) FROM events JOIN event_notes USING (day);
 SELECT count(*), sum(g) FROM generate_series(0, 700, 7) g WHERE g % 5 = 0;
 EXPLAIN (COSTS OFF) SELECT count(*) FROM events JOIN event_notes USING (day);
 
+-- splitting: every class of orders and "Line Items" to modulus 8.  Not
+-- while a class has a replica; not to a modulus that is no multiple; one
+-- class in place first (moduli 4 and 8 side by side join colocated), then
+-- the rest onto the servers given
+SELECT colojoin.split_shards('orders', 8);
+SELECT colojoin.drop_replica(leaf, node) FROM colojoin.shards
+WHERE table_name::text IN ('orders', '"Line Items"') AND is_replica;
+SELECT colojoin.split_shards('orders', 6);
+SELECT colojoin.split_shards('events', 4);
+SELECT colojoin.split_shards('orders', 8, partition_class => 0);
+SELECT table_name, bound, node FROM colojoin.shards
+WHERE table_name::text IN ('orders', '"Line Items"') ORDER BY 1, 2, 3;
+SELECT * FROM same_rows();
+EXPLAIN (COSTS OFF) SELECT count(*) FROM orders JOIN "Line Items" ON "Order" = o_id;
+SELECT colojoin.split_shards('"Line Items"', 8, ARRAY[:'srv1', :'srv2', :'srv3']);
+SELECT table_name, bound, node FROM colojoin.shards
+WHERE table_name::text IN ('orders', '"Line Items"') ORDER BY 1, 2, 3;
+SELECT * FROM same_rows();
+EXPLAIN (COSTS OFF) SELECT count(*) FROM orders JOIN "Line Items" ON "Order" = o_id;
+-- the split tables keep their key and index, renamed on the node
+SELECT node_sql(:'node3_port', $$SELECT string_agg(c.relname || ':' || i.relname, ', ' ORDER BY 1)
+	FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid JOIN pg_class i ON i.oid = x.indexrelid
+	WHERE c.relnamespace = 'cj_mv_s'::regnamespace$$);
+-- writes route to the new partitions
+INSERT INTO orders SELECT g, g % 5, 'split' FROM generate_series(2000, 2100) g;
+INSERT INTO cj_mv_l.orders SELECT g, g % 5, 'split' FROM generate_series(2000, 2100) g;
+DELETE FROM "Line Items" WHERE qty = 5;
+DELETE FROM cj_mv_l."Line Items" WHERE qty = 5;
+SELECT * FROM same_rows();
+
 -- clean up
 DROP TABLE events, event_notes;
 SELECT colojoin.drop_shards('orders') + colojoin.drop_shards('"Line Items"') + colojoin.drop_shards('customer') AS dropped;

@@ -421,16 +421,28 @@ switch_placements(ClassMove *m)
 	}
 }
 
-/*
- * Lock every leaf that moves in mode, all or none at a time: a writer that
- * holds one leaf of the class and then wants another (an UPDATE of orders,
- * then an INSERT into lineitem) would otherwise deadlock with a move that
- * holds the second and waits for the first.  When a leaf is taken, the
- * ones got so far are let go and the move waits for that one alone,
- * holding nothing a writer needs.
- */
+/* every leaf that moves, in mode (cj_lock_together) */
 static void
 lock_leaves(ClassMove *m, LOCKMODE mode)
+{
+	List	   *relids = NIL;
+	ListCell   *lc;
+
+	foreach(lc, m->parts)
+		relids = lappend_oid(relids, ((MovePart *) lfirst(lc))->leafrelid);
+	cj_lock_together(relids, mode);
+}
+
+/*
+ * cj_lock_together
+ *		See class_move.h.  A writer that holds one leaf of a class and then
+ *		wants another (an UPDATE of orders, then an INSERT into lineitem)
+ *		would deadlock with a mover that holds the second and waits for the
+ *		first; so when a leaf is taken, the ones got so far are let go and
+ *		the mover waits for that one alone, holding nothing a writer needs.
+ */
+void
+cj_lock_together(List *relids, LOCKMODE mode)
 {
 	/*
 	 * Going from EXCLUSIVE to ACCESS EXCLUSIVE the writers already wait for
@@ -442,8 +454,8 @@ lock_leaves(ClassMove *m, LOCKMODE mode)
 	{
 		ListCell   *lc;
 
-		foreach(lc, m->parts)
-			LockRelationOid(((MovePart *) lfirst(lc))->leafrelid, mode);
+		foreach(lc, relids)
+			LockRelationOid(lfirst_oid(lc), mode);
 		return;
 	}
 	for (;;)
@@ -452,9 +464,9 @@ lock_leaves(ClassMove *m, LOCKMODE mode)
 		Oid			busy = InvalidOid;
 		ListCell   *lc;
 
-		foreach(lc, m->parts)
+		foreach(lc, relids)
 		{
-			Oid			leaf = ((MovePart *) lfirst(lc))->leafrelid;
+			Oid			leaf = lfirst_oid(lc);
 
 			if (list_member_oid(got, leaf))
 				continue;
@@ -987,7 +999,8 @@ colojoin_move_class(PG_FUNCTION_ARGS)
 		{
 			MovePart   *p = (MovePart *) lfirst(lc);
 
-			p->ddl = cj_remote_table_ddl(src, m->from_name, p->schema, p->table);
+			p->ddl = cj_remote_table_ddl(src, m->from_name, p->schema, p->table,
+											 NULL, NULL);
 		}
 		if (m->online)
 			move_online(m);

@@ -9,6 +9,9 @@
 #ifndef COLOJOIN_CLASS_MOVE_H
 #define COLOJOIN_CLASS_MOVE_H
 
+#include "nodes/pg_list.h"
+#include "storage/lockdefs.h"
+
 /* the prefix of every publication, subscription and slot a move makes */
 #define CJ_MOVE_PREFIX "colojoin_move_"
 
@@ -43,6 +46,13 @@ extern bool cj_tables_colocated(struct CjTable *t, struct CjTable *o);
 
 /* server p reaches server s's node (asking either which one, if unknown) */
 extern bool cj_on_node(Oid p, Oid s);
+
+/*
+ * cj_lock_together: lock relids (leaves a writer may take one after the
+ * other in one transaction) in mode without deadlocking with such writers:
+ * all or none at a time, waiting for a busy one holding none of the others.
+ */
+extern void cj_lock_together(List *relids, LOCKMODE mode);
 
 extern void cj_class_move_init(void);
 

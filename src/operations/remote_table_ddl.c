@@ -12,7 +12,10 @@
  *	  (pg_get_constraintdef, pg_get_indexdef, ...), in one query: the
  *	  node's table is the truth, not the coordinator's foreign table, which
  *	  may name fewer columns.  Identity columns become plain columns (their
- *	  sequence would not come along), as create_shards makes them.
+ *	  sequence would not come along), as create_shards makes them.  A twin
+ *	  under another name (a split's, on the same node) gets its indexes and
+ *	  the constraints that own one renamed with a suffix, as index names
+ *	  are unique in a schema; extended statistics are left out then.
  *
  *	  It only writes statements; class_move.c decides where and when they
  *	  run.
@@ -29,7 +32,8 @@
 /*
  * One row per statement: (part, ordinal, statement).  part 0 is made before
  * the rows are copied, part 1 after; ordinal orders statements within a
- * part.  %1$s is the schema's literal, %2$s the table's.  The session's
+ * part.  %1$s is the schema's literal, %2$s the table's, %3$s the twin's
+ * name (NULL: the same) and %4$s the suffix of its indexes.  The session's
  * search_path on a node is pg_catalog only, so every name the catalog
  * functions print is schema-qualified.
  */
@@ -37,7 +41,9 @@ static const char *describe_sql =
 "WITH t AS ("
 " SELECT c.oid, c.relkind, c.relowner, c.relacl, c.relrowsecurity,"
 "  c.relforcerowsecurity, c.relreplident, c.reloptions,"
-"  pg_catalog.format('%%I.%%I', n.nspname, c.relname) AS qn"
+"  pg_catalog.format('%%I.%%I', n.nspname, COALESCE(%3$s, c.relname)) AS qn,"
+"  pg_catalog.format('%%I.%%I', n.nspname, c.relname) AS oldqn,"
+"  %4$s::pg_catalog.text AS sfx"
 " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
 " WHERE n.nspname = %1$s AND c.relname = %2$s),"
 " cols AS ("
@@ -74,19 +80,26 @@ static const char *describe_sql =
 " FROM t, cols c WHERE c.attstattarget >= 0"
 " UNION ALL"
 " SELECT 1, CASE WHEN x.contype = 'f' THEN 30 ELSE 10 END,"
-"  pg_catalog.format('ALTER TABLE %%s ADD CONSTRAINT %%I %%s', t.qn, x.conname,"
+"  pg_catalog.format('ALTER TABLE %%s ADD CONSTRAINT %%I %%s', t.qn,"
+"  CASE WHEN t.sfx <> '' AND x.contype IN ('p', 'u', 'x') THEN pg_catalog.left(x.conname, 50) || t.sfx ELSE x.conname END,"
 "  pg_catalog.pg_get_constraintdef(x.oid))"
 " FROM t JOIN pg_catalog.pg_constraint x ON x.conrelid = t.oid"
 " WHERE x.contype IN ('p', 'u', 'x', 'c', 'f')"
 " UNION ALL"
-" SELECT 1, 20, pg_catalog.pg_get_indexdef(i.indexrelid)"
+" SELECT 1, 20, CASE WHEN t.sfx = '' THEN pg_catalog.pg_get_indexdef(i.indexrelid)"
+"  ELSE pg_catalog.format('CREATE %%sINDEX %%I ON %%s %%s', CASE WHEN i.indisunique THEN 'UNIQUE ' END,"
+"   pg_catalog.left(ic.relname, 50) || t.sfx, t.qn,"
+"   pg_catalog.substr(pg_catalog.pg_get_indexdef(i.indexrelid), pg_catalog.length(pg_catalog.format("
+"    'CREATE %%sINDEX %%I ON %%s ', CASE WHEN i.indisunique THEN 'UNIQUE ' END, ic.relname, t.oldqn)) + 1)) END"
 " FROM t JOIN pg_catalog.pg_index i ON i.indrelid = t.oid"
+" JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid"
 " WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_constraint x"
 "  WHERE x.conrelid = t.oid AND x.conindid = i.indexrelid)"
 " UNION ALL"
 " SELECT 1, 40, pg_catalog.format('ALTER TABLE %%s REPLICA IDENTITY %%s', t.qn,"
 "  CASE t.relreplident WHEN 'f' THEN 'FULL' WHEN 'n' THEN 'NOTHING'"
-"  ELSE (SELECT pg_catalog.format('USING INDEX %%I', ic.relname)"
+"  ELSE (SELECT pg_catalog.format('USING INDEX %%I', CASE WHEN t.sfx = '' THEN ic.relname"
+"    ELSE pg_catalog.left(ic.relname, 50) || t.sfx END)"
 "   FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid"
 "   WHERE i.indrelid = t.oid AND i.indisreplident) END)"
 " FROM t WHERE t.relreplident <> 'd'"
@@ -125,7 +138,8 @@ static const char *describe_sql =
 "   ELSE ' WITH CHECK (' || pg_catalog.pg_get_expr(p.polwithcheck, t.oid) || ')' END)"
 " FROM t JOIN pg_catalog.pg_policy p ON p.polrelid = t.oid"
 " UNION ALL"
-" SELECT 1, 80, pg_catalog.pg_get_triggerdef(g.oid)"
+" SELECT 1, 80, pg_catalog.replace(pg_catalog.pg_get_triggerdef(g.oid), ' ON ' || t.oldqn || ' ',"
+"  ' ON ' || t.qn || ' ')"
 " FROM t JOIN pg_catalog.pg_trigger g ON g.tgrelid = t.oid WHERE NOT g.tgisinternal"
 " UNION ALL"
 " SELECT 1, 81, pg_catalog.format('ALTER TABLE %%s %%s TRIGGER %%I', t.qn,"
@@ -135,7 +149,7 @@ static const char *describe_sql =
 " WHERE NOT g.tgisinternal AND g.tgenabled <> 'O'"
 " UNION ALL"
 " SELECT 1, 90, pg_catalog.pg_get_statisticsobjdef(s.oid)"
-" FROM t JOIN pg_catalog.pg_statistic_ext s ON s.stxrelid = t.oid"
+" FROM t JOIN pg_catalog.pg_statistic_ext s ON s.stxrelid = t.oid WHERE t.sfx = ''"
 " UNION ALL"
 " SELECT 1, 91, pg_catalog.format('COMMENT ON COLUMN %%s.%%I IS %%L', t.qn, c.attname,"
 "  pg_catalog.col_description(t.oid, c.attnum))"
@@ -160,7 +174,7 @@ static const char *describe_sql =
  */
 CjRemoteTableDdl *
 cj_remote_table_ddl(CjConnection *src, const char *node, const char *schema,
-					const char *table)
+					const char *table, const char *new_table, const char *suffix)
 {
 	CjRemoteTableDdl *ddl = palloc0(sizeof(CjRemoteTableDdl));
 	char	   *qualified = quote_qualified_identifier(schema, table);
@@ -171,7 +185,9 @@ cj_remote_table_ddl(CjConnection *src, const char *node, const char *schema,
 	int			r;
 
 	res = cj_exec_query(src, psprintf(describe_sql, quote_literal_cstr(schema),
-									  quote_literal_cstr(table)),
+									  quote_literal_cstr(table),
+									  new_table ? quote_literal_cstr(new_table) : "NULL::pg_catalog.name",
+									  quote_literal_cstr(new_table ? suffix : "")),
 						context);
 	for (r = 0; r < PQntuples(res); r++)
 	{

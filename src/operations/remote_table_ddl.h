@@ -29,13 +29,15 @@ typedef struct CjRemoteTableDdl
 
 /*
  * cj_remote_table_ddl: read the table schema.table on src's node and return
- * the statements that make an empty twin of it elsewhere, under the same
- * names.  ERROR naming the node when the table is missing or not a plain
- * table.
+ * the statements that make an empty twin of it, under the same names, or
+ * named new_table in the same schema (its indexes' names end in suffix).
+ * ERROR naming the node when the table is missing or not a plain table.
  */
 extern CjRemoteTableDdl *cj_remote_table_ddl(CjConnection *src,
 											 const char *node,
 											 const char *schema,
-											 const char *table);
+											 const char *table,
+											 const char *new_table,
+											 const char *suffix);
 
 #endif							/* COLOJOIN_REMOTE_TABLE_DDL_H */

@@ -13,6 +13,9 @@
 #   back, colojoin.move_cleanup() removes what was left on the nodes (no
 #   subscription, publication, slot or target table remains), and the same
 #   move then succeeds.
+# - pgbench writes through a split of orders and items to modulus 8 over
+#   the three nodes: the writers wait for it and none fails; the tables
+#   equal their twins; the join is colocated over the 8 classes.
 
 use strict;
 use warnings;
@@ -202,5 +205,32 @@ is($coord->safe_psql('postgres', "SELECT colojoin.move_class('orders', 2, 'n2') 
 is(class_node(2), 'n2', 'class 2 is on n2');
 is($coord->safe_psql('postgres', $same), 't', 'the tables equal their twins');
 no_remains('after the move');
+
+# --- a split under writes --------------------------------------------------
+
+# every class of orders and items to modulus 8, over the three nodes, while
+# the writers run: they wait for the split and go on with the new partitions
+($pgb_out, $pgb_err) = ('', '');
+my $before = $coord->safe_psql('postgres', 'SELECT sum(o_total) FROM lorders');
+$pgbench = IPC::Run::start(
+	[
+		'pgbench', '-n', '-c', '4', '-j', '4', '-t', '300',
+		'-h', $coord->host, '-p', $coord->port,
+		'-f', $coord->basedir . '/writes.sql', 'postgres'
+	],
+	'>', \$pgb_out, '2>', \$pgb_err);
+ok($coord->poll_query_until('postgres', "SELECT sum(o_total) > $before + 100 FROM lorders"),
+	'the writers are running again');
+is($coord->safe_psql('postgres', "SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3'])"),
+	'16', 'orders and items split to 8 classes each under writes');
+$pgbench->finish;
+like($pgb_out, qr{processed: 1200/1200}, 'every pgbench transaction ran through the split');
+like($pgb_out, qr{number of failed transactions: 0}, 'and none failed');
+is($pgb_err, '', 'pgbench reported no error');
+is($coord->safe_psql('postgres', $same), 't', 'the tables equal their twins after the split');
+like(cj_explain($coord, 'postgres', 'SELECT count(*) FROM orders JOIN items ON i_order = o_id'),
+	qr/colocated on orders.o_id = items.i_order.*\n\s+Partitions: 8 of 8/,
+	'the join of the split tables is colocated over 8 classes');
+no_remains('after the split');
 
 done_testing();

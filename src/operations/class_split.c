@@ -1,0 +1,460 @@
+/*-------------------------------------------------------------------------
+ *
+ * class_split.c
+ *	  colojoin.split_shards: re-partition a hash-sharded table, and every
+ *	  table colocated with it, to a finer modulus (16 to 32, say): each
+ *	  class of modulus m becomes new_modulus / m classes, whose rows the
+ *	  old class's node sorts out itself, in place or onto the servers given.
+ *
+ *	  One call splits every class (or one, partition_class), all tables of
+ *	  the colocation group alike so that their joins stay colocated; a
+ *	  table whose classes have different moduli is legal in PostgreSQL
+ *	  (each modulus divides the next), and joins of moduli 16 and 32 already
+ *	  run without moving rows, so a group may be split one class at a time.
+ *	  Writes to the tables being split wait (EXCLUSIVE on them, taken all
+ *	  or none at a time) while the rows are copied; reads go on until the
+ *	  switch, which detaches the old leaves and attaches the new
+ *	  ones in the caller's transaction; the new remote tables, the copies
+ *	  and the old tables' drop commit with it on every node (two-phase
+ *	  commit), so a failure leaves the old partitions serving and nothing
+ *	  half split.
+ *
+ *	  The node routes rows as the coordinator would: a helper table there,
+ *	  partitioned by hash on the key's types, operator classes and
+ *	  collations, lets satisfies_hash_partition() say which new class a row
+ *	  belongs to.  It does not move classes between servers afterwards
+ *	  (class_move.c) and does not make the new tables' statements
+ *	  (remote_table_ddl.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_partitioned_table.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+
+#include "metadata/colocation.h"
+#include "metadata/metadata.h"
+#include "metadata/node_identity.h"
+#include "operations/class_move.h"
+#include "operations/progress.h"
+#include "operations/rebalance_plan.h"
+#include "operations/remote_table_ddl.h"
+#include "operations/shard_drop.h"
+#include "remote/connection.h"
+#include "util/catalog_query.h"
+#include "util/extension.h"
+
+PG_FUNCTION_INFO_V1(colojoin_split_shards);
+
+/* one old leaf that splits */
+typedef struct SplitLeaf
+{
+	CjTable    *table;
+	CjLeaf	   *leaf;
+	int			modulus;
+	int			remainder;
+} SplitLeaf;
+
+/* one new leaf */
+typedef struct NewLeaf
+{
+	SplitLeaf  *from;
+	char	   *name;			/* local and remote */
+	Oid			server;
+	char	   *schema;			/* remote */
+	int			remainder;
+} NewLeaf;
+
+/* the key of t as a helper table's column list and partitioning */
+static void
+helper_columns(CjTable *t, StringInfo cols, StringInfo keys)
+{
+	HeapTuple	tup = SearchSysCache1(PARTRELID, ObjectIdGetDatum(t->relid));
+	oidvector  *partclass;
+	Datum		datum;
+	bool		isnull;
+	int			i;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for partition key of %u", t->relid);
+	datum = SysCacheGetAttr(PARTRELID, tup, Anum_pg_partitioned_table_partclass, &isnull);
+	Assert(!isnull);
+	partclass = (oidvector *) DatumGetPointer(datum);
+	for (i = 0; i < t->partnatts; i++)
+	{
+		HeapTuple	ot = SearchSysCache1(CLAOID, ObjectIdGetDatum(partclass->values[i]));
+		Form_pg_opclass opc;
+
+		if (!HeapTupleIsValid(ot))
+			elog(ERROR, "cache lookup failed for operator class %u", partclass->values[i]);
+		opc = (Form_pg_opclass) GETSTRUCT(ot);
+		appendStringInfo(cols, "%sk%d %s", i > 0 ? ", " : "", i + 1,
+						 format_type_extended(t->parttypid[i], t->parttypmod[i],
+											  FORMAT_TYPE_TYPEMOD_GIVEN |
+											  FORMAT_TYPE_FORCE_QUALIFY));
+		if (OidIsValid(t->partcollation[i]))
+		{
+			HeapTuple	ct = SearchSysCache1(COLLOID, ObjectIdGetDatum(t->partcollation[i]));
+
+			if (!HeapTupleIsValid(ct))
+				elog(ERROR, "cache lookup failed for collation %u", t->partcollation[i]);
+			appendStringInfo(cols, " COLLATE %s",
+							 quote_qualified_identifier(get_namespace_name(((Form_pg_collation) GETSTRUCT(ct))->collnamespace),
+														NameStr(((Form_pg_collation) GETSTRUCT(ct))->collname)));
+			ReleaseSysCache(ct);
+		}
+		appendStringInfo(keys, "%sk%d %s", i > 0 ? ", " : "", i + 1,
+						 quote_qualified_identifier(get_namespace_name(opc->opcnamespace),
+													NameStr(opc->opcname)));
+		ReleaseSysCache(ot);
+	}
+	ReleaseSysCache(tup);
+}
+
+/* "satisfies_hash_partition(helper, m, r, key columns cast to their types)" */
+static char *
+class_test(CjTable *t, CjLeaf *leaf, const char *helper, int modulus, int remainder)
+{
+	StringInfoData buf;
+	int			i;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "pg_catalog.satisfies_hash_partition(%s::pg_catalog.regclass, %d, %d",
+					 quote_literal_cstr(helper), modulus, remainder);
+	for (i = 0; i < t->partnatts; i++)
+		appendStringInfo(&buf, ", %s::%s",
+						 quote_identifier(leaf->remote_colnames[t->partattrs[i] - 1]),
+						 format_type_extended(t->parttypid[i], t->parttypmod[i],
+											  FORMAT_TYPE_TYPEMOD_GIVEN |
+											  FORMAT_TYPE_FORCE_QUALIFY));
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/* what a table must be for its classes to split */
+static void
+check_splittable(CjTable *t)
+{
+	const char *name = quote_identifier(get_rel_name(t->relid));
+	int			i;
+
+	if (!pg_class_ownercheck(t->relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(t->relid));
+	if (t->strategy != PARTITION_STRATEGY_HASH || cj_is_reference_table(t))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s is not hash-sharded", name),
+				 errhint("split_shards splits the hash partitions of sharded tables.")));
+	for (i = 0; i < t->partnatts; i++)
+		if (t->partattrs[i] == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("%s is partitioned on an expression", name),
+					 errhint("split_shards splits tables partitioned on columns.")));
+}
+
+/* the leaf of class c of t, checked */
+static CjLeaf *
+split_leaf(CjTable *t, int c)
+{
+	CjClass    *cls = &t->classes[c];
+	CjLeaf	   *leaf;
+	const char *name = quote_identifier(get_rel_name(t->relid));
+
+	if (cls->nleaves != 1 || cls->leaves[0].relid != cls->partrelid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("class %d of %s is partitioned again", c, name),
+				 errhint("split_shards splits classes of one foreign table each.")));
+	leaf = &cls->leaves[0];
+	if (!leaf->is_foreign || leaf->nplacements != 1 || leaf->nstale > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("class %d of %s has %s", c, name,
+						!leaf->is_foreign ? "a local partition" : "replicas"),
+				 errhint("Drop its replicas before the split (colojoin.drop_replica) and add them again after.")));
+	return leaf;
+}
+
+/* run sql through SPI (the caller's DDL on the coordinator) */
+static void
+spi_exec(const char *sql, int expected)
+{
+	if (SPI_execute(sql, false, 0) != expected)
+		elog(ERROR, "colojoin: could not run \"%s\"", sql);
+}
+
+/*
+ * colojoin_split_shards
+ *		colojoin.split_shards(table_name regclass, new_modulus integer,
+ *		servers name[] DEFAULT NULL, partition_class integer DEFAULT NULL)
+ *		→ integer: the partitions made.
+ */
+Datum
+colojoin_split_shards(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	int			new_modulus;
+	List	   *servers;
+	int			only = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
+	CjTable    *t;
+	List	   *relids;
+	List	   *tables = NIL;
+	List	   *splits = NIL;
+	List	   *made = NIL;		/* NewLeaf */
+	List	   *helpers = NIL;
+	ListCell   *lc;
+	ListCell   *lt;
+	Oid			userid = GetUserId();
+	int			c;
+	int			n = 0;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table_name and new_modulus must not be NULL")));
+	if (!colojoin_is_active())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"colojoin\" is not installed in this database")));
+	PreventCommandIfReadOnly("colojoin.split_shards()");
+	relid = PG_GETARG_OID(0);
+	new_modulus = PG_GETARG_INT32(1);
+	servers = PG_ARGISNULL(2) ? NIL : cj_server_list(PG_GETARG_DATUM(2));
+
+	LockRelationOid(relid, ShareUpdateExclusiveLock);
+	t = cj_get_table(relid);
+	if (t == NULL || !t->all_foreign)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a sharded table", get_rel_name(relid)),
+				 errhint("split_shards takes a partitioned table whose partitions are postgres_fdw foreign tables.")));
+	check_splittable(t);
+	if (only >= t->nclasses)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s has no partition class %d", quote_identifier(get_rel_name(relid)), only)));
+
+	/* the table and every table colocated with it split alike */
+	relids = list_make1_oid(relid);
+	foreach(lc, cj_top_level_partitioned_tables())
+	{
+		CjTable    *o = cj_get_table(lfirst_oid(lc));
+
+		if (o != NULL && o->relid != relid && cj_tables_colocated(t, o))
+			relids = lappend_oid(relids, o->relid);
+	}
+
+	/*
+	 * Writes to these tables wait from here (their leaves are replaced: a
+	 * writer that had routed a row to an old leaf could not write it
+	 * after), reads go on; all or none at a time, as writers may hold one
+	 * table and want the other.  Their metadata is read again after the
+	 * locks.
+	 */
+	cj_lock_together(relids, ExclusiveLock);
+	foreach(lc, relids)
+	{
+		CjTable    *o = cj_get_table(lfirst_oid(lc));
+
+		if (o == NULL || !o->all_foreign)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("\"%s\" changed while the split waited for it",
+							get_rel_name(lfirst_oid(lc)))));
+		check_splittable(o);
+		tables = lappend(tables, o);
+	}
+	t = (CjTable *) linitial(tables);
+
+	for (c = 0; c < t->nclasses; c++)
+	{
+		PartitionBoundSpec *b = t->classes[c].bound;
+
+		if (only >= 0 && c != only)
+			continue;
+		if (b->modulus >= new_modulus && only < 0)
+			continue;
+		if (new_modulus <= b->modulus || new_modulus % b->modulus != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("class %d of %s has modulus %d, which new_modulus %d is not a larger multiple of",
+							c, quote_identifier(get_rel_name(relid)), b->modulus, new_modulus),
+					 errhint("Each class splits into new_modulus / modulus classes.")));
+		foreach(lt, tables)
+		{
+			CjTable    *tab = (CjTable *) lfirst(lt);
+			SplitLeaf  *s = palloc(sizeof(SplitLeaf));
+
+			s->table = tab;
+			s->leaf = split_leaf(tab, c);
+			s->modulus = b->modulus;
+			s->remainder = b->remainder;
+			splits = lappend(splits, s);
+		}
+	}
+	if (splits == NIL)
+	{
+		ereport(NOTICE,
+				(errmsg("every class of %s has modulus %d or more already",
+						quote_identifier(get_rel_name(relid)), new_modulus)));
+		PG_RETURN_INT32(0);
+	}
+
+	cj_progress_begin("split_shards", relid, "copying rows", list_length(splits));
+
+	foreach(lc, splits)
+	{
+		SplitLeaf  *s = (SplitLeaf *) lfirst(lc);
+		CjPlacement *pl = &s->leaf->placements[0];
+		CjConnection *src = cj_get_write_connection(cj_node_representative(pl->serverid, userid),
+													userid);
+		char	   *old_qualified = quote_qualified_identifier(pl->remote_schema, pl->remote_table);
+		char	   *helper = psprintf("colojoin_split_%u_%d", s->leaf->relid, MyProcPid);
+		char	   *helper_qualified = quote_qualified_identifier(pl->remote_schema, helper);
+		char	   *context = psprintf("splitting %s on server \"%s\"", old_qualified,
+									   cj_node_name(pl->serverid));
+		StringInfoData cols;
+		StringInfoData keys;
+		int			k;
+
+		initStringInfo(&cols);
+		initStringInfo(&keys);
+		helper_columns(s->table, &cols, &keys);
+		cj_exec_command(src, psprintf("CREATE TABLE %s (%s) PARTITION BY HASH (%s)",
+									  helper_qualified, cols.data, keys.data), context);
+		helpers = lappend(helpers, list_make2(src, helper_qualified));
+		cj_conn_note_dml(src);
+
+		for (k = 0; k < new_modulus / s->modulus; k++)
+		{
+			int			r = s->remainder + k * s->modulus;
+			Oid			to = servers != NIL ?
+				list_nth_oid(servers, r % list_length(servers)) : pl->serverid;
+			char	   *suffix = psprintf("_m%dp%d", new_modulus, r);
+			char	   *base = get_rel_name(s->table->relid);
+			char	   *name = psprintf("%.*s%s", (int) (NAMEDATALEN - 1 - strlen(suffix)),
+										base, suffix);
+			char	   *new_qualified = quote_qualified_identifier(pl->remote_schema, name);
+			CjRemoteTableDdl *ddl = cj_remote_table_ddl(src, cj_node_name(pl->serverid),
+														pl->remote_schema, pl->remote_table,
+														name, suffix);
+			CjConnection *dst;
+			char	   *test = class_test(s->table, s->leaf, helper_qualified, new_modulus, r);
+			ListCell   *ls;
+
+			(void) cj_get_connection(to, userid, 0);
+			dst = cj_get_write_connection(cj_node_representative(to, userid), userid);
+			cj_check_two_phase(list_make2(src, dst));
+			foreach(ls, ddl->create)
+				cj_exec_command(dst, (char *) lfirst(ls), context);
+			cj_conn_note_write(dst, psprintf("DROP TABLE IF EXISTS %s", new_qualified),
+							   psprintf("table %s", new_qualified));
+			cj_conn_note_dml(dst);
+			if (dst == src)
+				cj_exec_command(src, psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s",
+											  new_qualified, ddl->columns, ddl->columns,
+											  old_qualified, test), context);
+			else
+				(void) cj_copy_rows(src, psprintf("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT",
+												  ddl->columns, old_qualified, test),
+									dst, psprintf("COPY %s (%s) FROM STDIN", new_qualified,
+												  ddl->columns),
+									context);
+			foreach(ls, ddl->finish)
+				cj_exec_command(dst, (char *) lfirst(ls), context);
+			if (ddl->comment != NULL)
+				cj_exec_command(dst, psprintf("COMMENT ON TABLE %s IS %s", new_qualified,
+											  quote_literal_cstr(ddl->comment)), context);
+			{
+				NewLeaf    *nl = palloc(sizeof(NewLeaf));
+
+				nl->from = s;
+				nl->name = name;
+				nl->server = to;
+				nl->schema = pl->remote_schema;
+				nl->remainder = r;
+				made = lappend(made, nl);
+			}
+		}
+		cj_exec_command(src, psprintf("DROP TABLE %s", old_qualified), context);
+		cj_progress_advance(1);
+	}
+	foreach(lc, helpers)
+		cj_exec_command((CjConnection *) linitial((List *) lfirst(lc)),
+						psprintf("DROP TABLE %s", (char *) lsecond((List *) lfirst(lc))),
+						"dropping a split's helper table");
+
+	/* the switch: old leaves out, new ones in, in the caller's transaction */
+	cj_progress_phase("switching partitions", 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	foreach(lc, splits)
+	{
+		SplitLeaf  *s = (SplitLeaf *) lfirst(lc);
+		Oid			leafid = s->leaf->relid;
+		char	   *leafname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(leafid)),
+														  get_rel_name(leafid));
+
+		cj_forget_shard_origin(leafid, s->leaf->placements[0].serverid);
+		spi_exec(psprintf("ALTER TABLE %s DETACH PARTITION %s",
+						  quote_qualified_identifier(get_namespace_name(get_rel_namespace(s->table->relid)),
+													 get_rel_name(s->table->relid)),
+						  leafname), SPI_OK_UTILITY);
+		spi_exec(psprintf("DROP FOREIGN TABLE %s", leafname), SPI_OK_UTILITY);
+	}
+	foreach(lc, made)
+	{
+		NewLeaf    *nl = (NewLeaf *) lfirst(lc);
+		CjTable    *tab = nl->from->table;
+		char	   *nsp = get_namespace_name(get_rel_namespace(tab->relid));
+		char	   *qualified = quote_qualified_identifier(nsp, nl->name);
+		Oid			newleaf;
+		int			i;
+
+		spi_exec(psprintf("CREATE FOREIGN TABLE %s PARTITION OF %s "
+						  "FOR VALUES WITH (MODULUS %d, REMAINDER %d) SERVER %s "
+						  "OPTIONS (schema_name %s, table_name %s)",
+						  qualified,
+						  quote_qualified_identifier(nsp, get_rel_name(tab->relid)),
+						  new_modulus, nl->remainder, quote_identifier(cj_node_name(nl->server)),
+						  quote_literal_cstr(nl->schema), quote_literal_cstr(nl->name)),
+				 SPI_OK_UTILITY);
+
+		/* remote column names the old leaf had, the new one keeps */
+		for (i = 0; i < nl->from->leaf->natts; i++)
+		{
+			const char *remote = nl->from->leaf->remote_colnames[i];
+			char	   *local = get_attname(tab->relid, i + 1, true);
+
+			if (remote != NULL && local != NULL && strcmp(remote, local) != 0)
+				spi_exec(psprintf("ALTER FOREIGN TABLE %s ALTER COLUMN %s OPTIONS (ADD column_name %s)",
+								  qualified, quote_identifier(local),
+								  quote_literal_cstr(remote)),
+						 SPI_OK_UTILITY);
+		}
+		newleaf = get_relname_relid(nl->name, get_rel_namespace(tab->relid));
+		cj_record_shard_origin(newleaf, nl->server, nl->schema, nl->name);
+		n++;
+	}
+	SPI_finish();
+	foreach(lt, tables)
+		cj_metadata_invalidate(((CjTable *) lfirst(lt))->relid);
+	cj_progress_end();
+	ereport(NOTICE,
+			(errmsg("split %d classes of %d tables into %d partitions of modulus %d",
+					list_length(splits) / list_length(tables), list_length(tables), n,
+					new_modulus)));
+	PG_RETURN_INT32(n);
+}
