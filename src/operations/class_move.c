@@ -133,8 +133,8 @@ cj_class_move_init(void)
  * Tests stop a node or the coordinator at a phase: the move waits there
  * for the advisory lock the test holds, which the test sees in pg_locks.
  */
-static void
-debug_pause(const char *phase)
+void
+cj_move_debug_pause(const char *phase)
 {
 	LOCKTAG		tag;
 
@@ -606,7 +606,7 @@ move_blocking(ClassMove *m)
 							context);
 		cj_progress_advance(1);
 	}
-	debug_pause("copied");
+	cj_move_debug_pause("copied");
 }
 
 /* ----------------------------------------------------------------
@@ -758,13 +758,13 @@ move_online_replicate(ClassMove *m, CjConnection *src, CjConnection *dst)
 	cj_exec_command(src, psprintf("CREATE PUBLICATION %s FOR TABLE %s",
 								  quote_identifier(m->name), tables.data), context);
 	cj_exec_command(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s"
-								  " WITH (copy_data = true)",
+								  " WITH (copy_data = true, synchronous_commit = 'on')",
 								  quote_identifier(m->name),
 								  quote_literal_cstr(cj_server_conninfo(m->from, GetUserId())),
 								  quote_identifier(m->name)),
 					context);
 	wait_for_copy(m, dst);
-	debug_pause("copied");
+	cj_move_debug_pause("copied");
 
 	/* writes to the class wait from here until the caller commits */
 	cj_progress_phase("waiting for writes to end", 0);
@@ -772,7 +772,7 @@ move_online_replicate(ClassMove *m, CjConnection *src, CjConnection *dst)
 	wait_for_prepared(m, src, context);
 	lsn = one_value(src, "SELECT pg_catalog.pg_current_wal_lsn()", context);
 	wait_for_lsn(m, src, dst, lsn);
-	debug_pause("caught_up");
+	cj_move_debug_pause("caught_up");
 
 	cj_progress_phase("ending replication", 0);
 	foreach(lc, m->parts)
@@ -1012,7 +1012,7 @@ colojoin_move_class(PG_FUNCTION_ARGS)
 		lock_leaves(m, AccessExclusiveLock);
 
 	switch_placements(m);
-	debug_pause("switched");
+	cj_move_debug_pause("switched");
 	cj_progress_end();
 	ereport(NOTICE,
 			(errmsg("moved class %d of %s (%d placements of %d tables) from server \"%s\" to \"%s\"",

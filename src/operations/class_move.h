@@ -54,6 +54,13 @@ extern bool cj_on_node(Oid p, Oid s);
  */
 extern void cj_lock_together(List *relids, LOCKMODE mode);
 
+/*
+ * cj_move_debug_pause: tests stop a move or split at phase, waiting for the
+ * advisory lock colojoin.debug_pause_move when colojoin.debug_pause_move_phase
+ * names that phase.
+ */
+extern void cj_move_debug_pause(const char *phase);
+
 extern void cj_class_move_init(void);
 
 /* rebalance_worker.c: whether its worker can run (preloaded) */

@@ -396,6 +396,8 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 						psprintf("DROP TABLE %s", (char *) lsecond((List *) lfirst(lc))),
 						"dropping a split's helper table");
 
+	cj_move_debug_pause("split_copied");
+
 	/* the switch: old leaves out, new ones in, in the caller's transaction */
 	cj_progress_phase("switching partitions", 0);
 	if (SPI_connect() != SPI_OK_CONNECT)

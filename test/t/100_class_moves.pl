@@ -13,6 +13,8 @@
 #   back, colojoin.move_cleanup() removes what was left on the nodes (no
 #   subscription, publication, slot or target table remains), and the same
 #   move then succeeds.
+# - a split stopped after its copies by a coordinator crash: the old
+#   partitions serve, nothing of the split is left on the nodes.
 # - pgbench writes through a split of orders and items to modulus 8 over
 #   the three nodes: the writers wait for it and none fails; the tables
 #   equal their twins; the join is colocated over the 8 classes.
@@ -205,6 +207,34 @@ is($coord->safe_psql('postgres', "SELECT colojoin.move_class('orders', 2, 'n2') 
 is(class_node(2), 'n2', 'class 2 is on n2');
 is($coord->safe_psql('postgres', $same), 't', 'the tables equal their twins');
 no_remains('after the move');
+
+# --- a split stopped by a coordinator crash --------------------------------
+
+my $split_holder = cj_session($coord);
+$split_holder->query_safe('SELECT pg_advisory_lock(7301)');
+my $splitter = cj_session($coord);
+$splitter->query_until(qr/started\n/,
+	"SET colojoin.debug_pause_move = 7301;\n"
+	  . "SET colojoin.debug_pause_move_phase = 'split_copied';\n"
+	  . "\\echo started\n"
+	  . "SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3']);\n");
+ok($coord->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 7301 AND NOT granted"),
+	'a split waits after copying its rows');
+$coord->stop('immediate');
+eval { $splitter->quit };
+eval { $split_holder->quit };
+$coord->start;
+is($coord->safe_psql('postgres',
+		"SELECT count(*) FROM colojoin.shards WHERE bound LIKE '%modulus 4,%'"),
+	'8', 'the coordinator killed during a split: the old partitions are there');
+is($coord->safe_psql('postgres', $same), 't', 'and the tables equal their twins');
+for my $node ($node1, $node2, $node3)
+{
+	is($node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_m8p%' OR relname LIKE 'colojoin\\_split\\_%'"),
+		'0', 'no table of the split is left on ' . $node->name);
+}
 
 # --- a split under writes --------------------------------------------------
 
