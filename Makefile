@@ -44,6 +44,7 @@ OBJS = \
 	src/operations/remote_table_ddl.o \
 	src/operations/class_move.o \
 	src/operations/class_split.o \
+	src/operations/split_online.o \
 	src/operations/move_cleanup.o \
 	src/operations/rebalance_plan.o \
 	src/operations/rebalance_worker.o \

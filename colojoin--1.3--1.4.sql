@@ -117,13 +117,16 @@ GRANT SELECT ON colojoin.rebalance_status TO PUBLIC;
 
 /*
  * Split the hash classes of a table and of every table colocated with it
- * to a finer modulus, in place or onto servers; one class or all.
+ * to a finer modulus, in place or onto servers, blocking; or online (the
+ * nodes' logical replication, each new class on another node); one class
+ * or all.
  */
 CREATE FUNCTION colojoin.split_shards(table_name regclass, new_modulus integer,
-	servers name[] DEFAULT NULL, partition_class integer DEFAULT NULL)
+	servers name[] DEFAULT NULL, partition_class integer DEFAULT NULL,
+	mode text DEFAULT 'blocking')
 RETURNS integer
 AS 'MODULE_PATHNAME', 'colojoin_split_shards'
 LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION colojoin.split_shards(regclass, integer, name[], integer) IS
+COMMENT ON FUNCTION colojoin.split_shards(regclass, integer, name[], integer, text) IS
 	'split the hash classes of a table and every table colocated with it to a finer modulus';
-REVOKE ALL ON FUNCTION colojoin.split_shards(regclass, integer, name[], integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION colojoin.split_shards(regclass, integer, name[], integer, text) FROM PUBLIC;

@@ -219,8 +219,8 @@ EXPLAIN (COSTS OFF) SELECT count(*) FROM events JOIN event_notes USING (day);
 
 -- splitting: every class of orders and "Line Items" to modulus 8.  Not
 -- while a class has a replica; not to a modulus that is no multiple; one
--- class in place first (moduli 4 and 8 side by side join colocated), then
--- the rest onto the servers given
+-- class in place first (moduli 4 and 8 side by side join colocated), one
+-- online onto two other nodes, then the rest onto the servers given
 SELECT colojoin.split_shards('orders', 8);
 SELECT colojoin.drop_replica(leaf, node) FROM colojoin.shards
 WHERE table_name::text IN ('orders', '"Line Items"') AND is_replica;
@@ -231,6 +231,18 @@ SELECT table_name, bound, node FROM colojoin.shards
 WHERE table_name::text IN ('orders', '"Line Items"') ORDER BY 1, 2, 3;
 SELECT * FROM same_rows();
 EXPLAIN (COSTS OFF) SELECT count(*) FROM orders JOIN "Line Items" ON "Order" = o_id;
+-- online: each new class on a node of its own, none the old one's
+SELECT colojoin.split_shards('orders', 8, mode => 'online');
+SELECT colojoin.split_shards('orders', 8, ARRAY[:'srv3'], partition_class => 0, mode => 'online');
+SELECT colojoin.split_shards('orders', 8, mode => 'sideways');
+SELECT bound, node FROM colojoin.shards WHERE table_name = 'orders'::regclass AND partition_class = 0;
+SELECT colojoin.split_shards('orders', 8, ARRAY[:'srv1', :'srv2'], partition_class => 0, mode => 'online');
+SELECT table_name, bound, node FROM colojoin.shards
+WHERE table_name::text IN ('orders', '"Line Items"') ORDER BY 1, 2, 3;
+SELECT * FROM same_rows();
+SELECT node_sql(p, $$SELECT (SELECT count(*) FROM pg_subscription) + (SELECT count(*) FROM pg_publication)
+	+ (SELECT count(*) FROM pg_replication_slots) + (SELECT count(*) FROM pg_class WHERE relname LIKE 'colojoin_split%')$$)
+FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
 SELECT colojoin.split_shards('"Line Items"', 8, ARRAY[:'srv1', :'srv2', :'srv3']);
 SELECT table_name, bound, node FROM colojoin.shards
 WHERE table_name::text IN ('orders', '"Line Items"') ORDER BY 1, 2, 3;

@@ -102,6 +102,7 @@ typedef struct ClassMove
 	bool		online;
 	bool		same_node;
 	char	   *name;			/* publication, subscription and slot */
+	CjReplication rep;			/* name, from_name, to_name */
 	List	   *parts;			/* MovePart */
 	List	   *tables;			/* sharded tables that take part, Oid */
 	int64		rows;
@@ -488,13 +489,13 @@ cj_lock_together(List *relids, LOCKMODE mode)
 }
 
 /*
- * Wait until no prepared transaction on the source node holds a lock on
- * the class's tables there: one prepared before the writes stopped commits
- * there (its coordinator or recovery finishes it), and the copy must
- * include it.
+ * cj_move_wait_for_prepared
+ *		See class_move.h.  A transaction prepared before the writes stopped
+ *		commits on the source later (its coordinator or recovery finishes
+ *		it), and the copy must include it.
  */
-static void
-wait_for_prepared(ClassMove *m, CjConnection *src, const char *context)
+void
+cj_move_wait_for_prepared(List *qualified, CjConnection *src, const char *context)
 {
 	StringInfoData sql;
 	ListCell   *lc;
@@ -506,12 +507,10 @@ wait_for_prepared(ClassMove *m, CjConnection *src, const char *context)
 						   " JOIN pg_catalog.pg_prepared_xacts x"
 						   " ON l.virtualtransaction = '-1/' || x.transaction::text"
 						   " WHERE l.relation IN (");
-	foreach(lc, m->parts)
+	foreach(lc, qualified)
 	{
-		MovePart   *p = (MovePart *) lfirst(lc);
-
 		appendStringInfo(&sql, "%s%s::pg_catalog.regclass", first ? "" : ", ",
-						 quote_literal_cstr(p->qualified));
+						 quote_literal_cstr((char *) lfirst(lc)));
 		first = false;
 	}
 	appendStringInfoChar(&sql, ')');
@@ -524,6 +523,18 @@ wait_for_prepared(ClassMove *m, CjConnection *src, const char *context)
 		cj_progress_phase("waiting for prepared transactions", 0);
 		nap();
 	}
+}
+
+/* the qualified remote names of a move's tables */
+static List *
+part_names(ClassMove *m)
+{
+	List	   *names = NIL;
+	ListCell   *lc;
+
+	foreach(lc, m->parts)
+		names = lappend(names, ((MovePart *) lfirst(lc))->qualified);
+	return names;
 }
 
 /* target tables must not exist yet (a failed move's are removed first) */
@@ -575,7 +586,7 @@ move_blocking(ClassMove *m)
 	src = cj_get_write_connection(cj_node_representative(m->from, userid), userid);
 	dst = cj_get_write_connection(cj_node_representative(m->to, userid), userid);
 	cj_check_two_phase(list_make2(src, dst));
-	wait_for_prepared(m, src, "moving a class");
+	cj_move_wait_for_prepared(part_names(m), src, "moving a class");
 	check_targets_free(m, dst);
 
 	cj_progress_phase("copying rows", 0);
@@ -625,7 +636,7 @@ int_value(CjConnection *conn, const char *sql, const char *context)
 
 /* ERROR when the subscription's workers failed (they retry otherwise) */
 static void
-check_subscription_errors(ClassMove *m, CjConnection *dst)
+check_subscription_errors(const CjReplication *m, CjConnection *dst)
 {
 	int64		errors = int_value(dst,
 								   psprintf("SELECT sync_error_count + apply_error_count"
@@ -644,16 +655,16 @@ check_subscription_errors(ClassMove *m, CjConnection *dst)
 				 errhint("The target node's log says why; the class stays where it was.")));
 }
 
-/* until the subscription's initial copy is done for every table */
-static void
-wait_for_copy(ClassMove *m, CjConnection *dst)
+/* cj_move_wait_for_copy: see class_move.h */
+void
+cj_move_wait_for_copy(const CjReplication *m, CjConnection *dst, int ntables)
 {
 	char	   *sql = psprintf("SELECT count(*) FILTER (WHERE r.srsubstate NOT IN ('r', 's'))"
 							   " FROM pg_catalog.pg_subscription s"
 							   " JOIN pg_catalog.pg_subscription_rel r ON r.srsubid = s.oid"
 							   " WHERE s.subname = %s",
 							   quote_literal_cstr(m->name));
-	int64		total = list_length(m->parts);
+	int64		total = ntables;
 
 	cj_progress_phase("copying rows", total);
 	for (;;)
@@ -669,13 +680,14 @@ wait_for_copy(ClassMove *m, CjConnection *dst)
 }
 
 /*
- * Until the target has applied everything the source wrote up to lsn: the
- * slot's confirmed position passes it once the target flushed it.  The
- * target is asked too, so that a target that died ends the wait.
+ * cj_move_wait_for_lsn
+ *		See class_move.h: the slot's confirmed position passes lsn once the
+ *		target flushed it.  The target is asked too, so that a target that
+ *		died ends the wait.
  */
-static void
-wait_for_lsn(ClassMove *m, CjConnection *src, CjConnection *dst,
-			 const char *lsn)
+void
+cj_move_wait_for_lsn(const CjReplication *m, CjConnection *src, CjConnection *dst,
+					 const char *lsn)
 {
 	char	   *sql = psprintf("SELECT (confirmed_flush_lsn >= %s::pg_catalog.pg_lsn)::int4,"
 							   " pg_catalog.pg_wal_lsn_diff(%s::pg_catalog.pg_lsn, confirmed_flush_lsn)::int8"
@@ -706,6 +718,52 @@ wait_for_lsn(ClassMove *m, CjConnection *src, CjConnection *dst,
 		check_subscription_errors(m, dst);
 		nap();
 	}
+}
+
+/*
+ * cj_move_source_position
+ *		See class_move.h.  A message past the position wakes the source's
+ *		walsender, which then asks the target where it is: without it, an
+ *		idle target reports only on its own timer, and the writes waited up
+ *		to a second longer.
+ */
+char *
+cj_move_source_position(CjConnection *src, const char *context)
+{
+	char	   *lsn = one_value(src, "SELECT pg_catalog.pg_current_wal_lsn()", context);
+
+	cj_exec_command(src, "SELECT pg_catalog.pg_logical_emit_message(false, 'colojoin', 'cut-over')",
+					context);
+	return lsn;
+}
+
+/*
+ * cj_move_check_source
+ *		See class_move.h.
+ */
+void
+cj_move_check_source(CjConnection *src, const char *from_name)
+{
+	char	   *wal_level = one_value(src, "SHOW wal_level", "checking the move's source");
+	char	   *senders;
+
+	if (wal_level == NULL || strcmp(wal_level, "logical") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("an online move needs wal_level = logical on server \"%s\"",
+						from_name),
+				 errdetail("The node's wal_level is %s.", wal_level ? wal_level : "unknown"),
+				 errhint("Set wal_level = logical on that node and restart it, or use mode => 'blocking'.")));
+	senders = one_value(src, "SELECT LEAST("
+						"pg_catalog.current_setting('max_wal_senders')::int4,"
+						" pg_catalog.current_setting('max_replication_slots')::int4)",
+						"checking the move's source");
+	if (senders == NULL || atoi(senders) <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("an online move needs max_wal_senders and max_replication_slots above 0 on server \"%s\"",
+						from_name),
+				 errhint("Raise them on that node and restart it, or use mode => 'blocking'.")));
 }
 
 static void
@@ -763,7 +821,7 @@ move_online_replicate(ClassMove *m, CjConnection *src, CjConnection *dst)
 								  quote_literal_cstr(cj_server_conninfo(m->from, GetUserId())),
 								  quote_identifier(m->name)),
 					context);
-	wait_for_copy(m, dst);
+	cj_move_wait_for_copy(&m->rep, dst, list_length(m->parts));
 
 	/* the rows copied, counted before writes wait */
 	foreach(lc, m->parts)
@@ -775,17 +833,9 @@ move_online_replicate(ClassMove *m, CjConnection *src, CjConnection *dst)
 	/* writes to the class wait from here until the caller commits */
 	cj_progress_phase("waiting for writes to end", 0);
 	lock_leaves(m, ExclusiveLock);
-	wait_for_prepared(m, src, context);
-	lsn = one_value(src, "SELECT pg_catalog.pg_current_wal_lsn()", context);
-
-	/*
-	 * A message past that position wakes the source's walsender, which then
-	 * asks the target where it is: without it, an idle target reports only
-	 * on its own timer, and the writes waited up to a second longer.
-	 */
-	cj_exec_command(src, "SELECT pg_catalog.pg_logical_emit_message(false, 'colojoin', 'cut-over')",
-					context);
-	wait_for_lsn(m, src, dst, lsn);
+	cj_move_wait_for_prepared(part_names(m), src, context);
+	lsn = cj_move_source_position(src, context);
+	cj_move_wait_for_lsn(&m->rep, src, dst, lsn);
 	cj_move_debug_pause("caught_up");
 
 	cj_progress_phase("ending replication", 0);
@@ -801,31 +851,10 @@ move_online(ClassMove *m)
 	Oid			userid = GetUserId();
 	CjConnection *src = cj_get_autocommit_connection(m->from, userid, CJ_MOVE_SLOT);
 	CjConnection *dst = cj_get_autocommit_connection(m->to, userid, CJ_MOVE_SLOT);
-	char	   *wal_level = one_value(src, "SHOW wal_level", "checking the move's source");
 	MemoryContext cxt = CurrentMemoryContext;
 	ListCell   *lc;
 
-	if (wal_level == NULL || strcmp(wal_level, "logical") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("an online move needs wal_level = logical on server \"%s\"",
-						m->from_name),
-				 errdetail("The node's wal_level is %s.", wal_level ? wal_level : "unknown"),
-				 errhint("Set wal_level = logical on that node and restart it, or move with mode => 'blocking'.")));
-
-	{
-		char	   *senders = one_value(src, "SELECT LEAST("
-										"pg_catalog.current_setting('max_wal_senders')::int4,"
-										" pg_catalog.current_setting('max_replication_slots')::int4)",
-										"checking the move's source");
-
-		if (senders == NULL || atoi(senders) <= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("an online move needs max_wal_senders and max_replication_slots above 0 on server \"%s\"",
-							m->from_name),
-					 errhint("Raise them on that node and restart it, or move with mode => 'blocking'.")));
-	}
+	cj_move_check_source(src, m->from_name);
 
 	/* remains of an earlier try of this move go first */
 	if (!cj_move_lock_name(m->name, false))
@@ -987,6 +1016,9 @@ colojoin_move_class(PG_FUNCTION_ARGS)
 	(void) cj_get_autocommit_connection(m->to, userid, CJ_MOVE_SLOT);
 	m->same_node = cj_node_same(m->from, m->to);
 	m->name = psprintf(CJ_MOVE_PREFIX "%u_%u", t->classes[m->cls].partrelid, m->from);
+	m->rep.name = m->name;
+	m->rep.from_name = m->from_name;
+	m->rep.to_name = m->to_name;
 
 	collect_parts(m, t);
 	foreach(lc, m->tables)

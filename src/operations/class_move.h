@@ -61,6 +61,37 @@ extern void cj_lock_together(List *relids, LOCKMODE mode);
  */
 extern void cj_move_debug_pause(const char *phase);
 
+/* a logical replication of a move (or split): its objects' name, its servers */
+typedef struct CjReplication
+{
+	const char *name;			/* subscription, publication and slot */
+	const char *from_name;		/* the source server */
+	const char *to_name;		/* the target server */
+} CjReplication;
+
+struct CjConnection;
+
+/* ERROR unless src's node can publish (wal_level, senders, slots) */
+extern void cj_move_check_source(struct CjConnection *src, const char *from_name);
+
+/* until the subscription's initial copy is done for its ntables tables */
+extern void cj_move_wait_for_copy(const CjReplication *r, struct CjConnection *dst,
+								  int ntables);
+
+/* the source's WAL position now, and a message past it (see class_move.c) */
+extern char *cj_move_source_position(struct CjConnection *src, const char *context);
+
+/* until the target has applied everything the source wrote up to lsn */
+extern void cj_move_wait_for_lsn(const CjReplication *r, struct CjConnection *src,
+								 struct CjConnection *dst, const char *lsn);
+
+/*
+ * until no prepared transaction on src's node holds a lock on the tables
+ * (qualified names) there
+ */
+extern void cj_move_wait_for_prepared(List *qualified, struct CjConnection *src,
+									  const char *context);
+
 extern void cj_class_move_init(void);
 
 /* rebalance_worker.c: whether its worker can run (preloaded) */

@@ -47,6 +47,7 @@
 #include "metadata/metadata.h"
 #include "metadata/node_identity.h"
 #include "operations/class_move.h"
+#include "operations/class_split.h"
 #include "operations/progress.h"
 #include "operations/rebalance_plan.h"
 #include "operations/remote_table_ddl.h"
@@ -57,28 +58,9 @@
 
 PG_FUNCTION_INFO_V1(colojoin_split_shards);
 
-/* one old leaf that splits */
-typedef struct SplitLeaf
-{
-	CjTable    *table;
-	CjLeaf	   *leaf;
-	int			modulus;
-	int			remainder;
-} SplitLeaf;
-
-/* one new leaf */
-typedef struct NewLeaf
-{
-	SplitLeaf  *from;
-	char	   *name;			/* local and remote */
-	Oid			server;
-	char	   *schema;			/* remote */
-	int			remainder;
-} NewLeaf;
-
 /* the key of t as a helper table's column list and partitioning */
-static void
-helper_columns(CjTable *t, StringInfo cols, StringInfo keys)
+void
+cj_split_helper_columns(CjTable *t, StringInfo cols, StringInfo keys)
 {
 	HeapTuple	tup = SearchSysCache1(PARTRELID, ObjectIdGetDatum(t->relid));
 	oidvector  *partclass;
@@ -123,8 +105,8 @@ helper_columns(CjTable *t, StringInfo cols, StringInfo keys)
 }
 
 /* "satisfies_hash_partition(helper, m, r, key columns cast to their types)" */
-static char *
-class_test(CjTable *t, CjLeaf *leaf, const char *helper, int modulus, int remainder)
+char *
+cj_split_class_test(CjTable *t, CjLeaf *leaf, const char *helper, int modulus, int remainder)
 {
 	StringInfoData buf;
 	int			i;
@@ -208,11 +190,13 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 	int			new_modulus;
 	List	   *servers;
 	int			only = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT32(3);
+	char	   *mode = PG_ARGISNULL(4) ? "blocking" : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	bool		online;
 	CjTable    *t;
 	List	   *relids;
 	List	   *tables = NIL;
 	List	   *splits = NIL;
-	List	   *made = NIL;		/* NewLeaf */
+	List	   *made = NIL;		/* CjNewLeaf */
 	List	   *helpers = NIL;
 	ListCell   *lc;
 	ListCell   *lt;
@@ -231,6 +215,12 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 	PreventCommandIfReadOnly("colojoin.split_shards()");
 	relid = PG_GETARG_OID(0);
 	new_modulus = PG_GETARG_INT32(1);
+	if (strcmp(mode, "online") != 0 && strcmp(mode, "blocking") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown split mode \"%s\"", mode),
+				 errhint("The modes are 'online' and 'blocking'.")));
+	online = (strcmp(mode, "online") == 0);
 	servers = PG_ARGISNULL(2) ? NIL : cj_server_list(PG_GETARG_DATUM(2));
 
 	LockRelationOid(relid, ShareUpdateExclusiveLock);
@@ -257,13 +247,20 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 	}
 
 	/*
-	 * Writes to these tables wait from here (their leaves are replaced: a
-	 * writer that had routed a row to an old leaf could not write it
-	 * after), reads go on; all or none at a time, as writers may hold one
-	 * table and want the other.  Their metadata is read again after the
-	 * locks.
+	 * Blocking, writes to these tables wait from here (their leaves are
+	 * replaced: a writer that had routed a row to an old leaf could not
+	 * write it after), reads go on; all or none at a time, as writers may
+	 * hold one table and want the other.  Online, they wait only for the
+	 * catch-up (split_online.c); here one split at a time.  The metadata is
+	 * read again after the locks.
 	 */
-	cj_lock_together(relids, ExclusiveLock);
+	if (online)
+	{
+		foreach(lc, relids)
+			LockRelationOid(lfirst_oid(lc), ShareUpdateExclusiveLock);
+	}
+	else
+		cj_lock_together(relids, ExclusiveLock);
 	foreach(lc, relids)
 	{
 		CjTable    *o = cj_get_table(lfirst_oid(lc));
@@ -295,7 +292,7 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 		foreach(lt, tables)
 		{
 			CjTable    *tab = (CjTable *) lfirst(lt);
-			SplitLeaf  *s = palloc(sizeof(SplitLeaf));
+			CjSplitLeaf  *s = palloc(sizeof(CjSplitLeaf));
 
 			s->table = tab;
 			s->leaf = split_leaf(tab, c);
@@ -314,89 +311,95 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 
 	cj_progress_begin("split_shards", relid, "copying rows", list_length(splits));
 
-	foreach(lc, splits)
+	if (online)
+		made = cj_split_online(splits, new_modulus, servers, relids);
+	else
 	{
-		SplitLeaf  *s = (SplitLeaf *) lfirst(lc);
-		CjPlacement *pl = &s->leaf->placements[0];
-		CjConnection *src = cj_get_write_connection(cj_node_representative(pl->serverid, userid),
-													userid);
-		char	   *old_qualified = quote_qualified_identifier(pl->remote_schema, pl->remote_table);
-		char	   *helper = psprintf("colojoin_split_%u_%d", s->leaf->relid, MyProcPid);
-		char	   *helper_qualified = quote_qualified_identifier(pl->remote_schema, helper);
-		char	   *context = psprintf("splitting %s on server \"%s\"", old_qualified,
-									   cj_node_name(pl->serverid));
-		StringInfoData cols;
-		StringInfoData keys;
-		int			k;
-
-		initStringInfo(&cols);
-		initStringInfo(&keys);
-		helper_columns(s->table, &cols, &keys);
-		cj_exec_command(src, psprintf("CREATE TABLE %s (%s) PARTITION BY HASH (%s)",
-									  helper_qualified, cols.data, keys.data), context);
-		helpers = lappend(helpers, list_make2(src, helper_qualified));
-		cj_conn_note_dml(src);
-
-		for (k = 0; k < new_modulus / s->modulus; k++)
+		foreach(lc, splits)
 		{
-			int			r = s->remainder + k * s->modulus;
-			Oid			to = servers != NIL ?
-				list_nth_oid(servers, r % list_length(servers)) : pl->serverid;
-			char	   *suffix = psprintf("_m%dp%d", new_modulus, r);
-			char	   *base = get_rel_name(s->table->relid);
-			char	   *name = psprintf("%.*s%s", (int) (NAMEDATALEN - 1 - strlen(suffix)),
-										base, suffix);
-			char	   *new_qualified = quote_qualified_identifier(pl->remote_schema, name);
-			CjRemoteTableDdl *ddl = cj_remote_table_ddl(src, cj_node_name(pl->serverid),
-														pl->remote_schema, pl->remote_table,
-														name, suffix);
-			CjConnection *dst;
-			char	   *test = class_test(s->table, s->leaf, helper_qualified, new_modulus, r);
-			ListCell   *ls;
+			CjSplitLeaf  *s = (CjSplitLeaf *) lfirst(lc);
+			CjPlacement *pl = &s->leaf->placements[0];
+			CjConnection *src = cj_get_write_connection(cj_node_representative(pl->serverid, userid),
+														userid);
+			char	   *old_qualified = quote_qualified_identifier(pl->remote_schema, pl->remote_table);
+			char	   *helper = psprintf("colojoin_split_%u_%d", s->leaf->relid, MyProcPid);
+			char	   *helper_qualified = quote_qualified_identifier(pl->remote_schema, helper);
+			char	   *context = psprintf("splitting %s on server \"%s\"", old_qualified,
+										   cj_node_name(pl->serverid));
+			StringInfoData cols;
+			StringInfoData keys;
+			int			k;
 
-			(void) cj_get_connection(to, userid, 0);
-			dst = cj_get_write_connection(cj_node_representative(to, userid), userid);
-			cj_check_two_phase(list_make2(src, dst));
-			foreach(ls, ddl->create)
-				cj_exec_command(dst, (char *) lfirst(ls), context);
-			cj_conn_note_write(dst, psprintf("DROP TABLE IF EXISTS %s", new_qualified),
-							   psprintf("table %s", new_qualified));
-			cj_conn_note_dml(dst);
-			if (dst == src)
-				cj_exec_command(src, psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s",
-											  new_qualified, ddl->columns, ddl->columns,
-											  old_qualified, test), context);
-			else
-				(void) cj_copy_rows(src, psprintf("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT",
-												  ddl->columns, old_qualified, test),
-									dst, psprintf("COPY %s (%s) FROM STDIN", new_qualified,
-												  ddl->columns),
-									context);
-			foreach(ls, ddl->finish)
-				cj_exec_command(dst, (char *) lfirst(ls), context);
-			if (ddl->comment != NULL)
-				cj_exec_command(dst, psprintf("COMMENT ON TABLE %s IS %s", new_qualified,
-											  quote_literal_cstr(ddl->comment)), context);
+			initStringInfo(&cols);
+			initStringInfo(&keys);
+			cj_split_helper_columns(s->table, &cols, &keys);
+			cj_exec_command(src, psprintf("CREATE TABLE %s (%s) PARTITION BY HASH (%s)",
+										  helper_qualified, cols.data, keys.data), context);
+			helpers = lappend(helpers, list_make2(src, helper_qualified));
+			cj_conn_note_dml(src);
+
+			for (k = 0; k < new_modulus / s->modulus; k++)
 			{
-				NewLeaf    *nl = palloc(sizeof(NewLeaf));
+				int			r = s->remainder + k * s->modulus;
+				Oid			to = servers != NIL ?
+					list_nth_oid(servers, r % list_length(servers)) : pl->serverid;
+				char	   *suffix = psprintf("_m%dp%d", new_modulus, r);
+				char	   *base = get_rel_name(s->table->relid);
+				char	   *name = psprintf("%.*s%s", (int) (NAMEDATALEN - 1 - strlen(suffix)),
+											base, suffix);
+				char	   *new_qualified = quote_qualified_identifier(pl->remote_schema, name);
+				CjRemoteTableDdl *ddl = cj_remote_table_ddl(src, cj_node_name(pl->serverid),
+															pl->remote_schema, pl->remote_table,
+															name, suffix);
+				CjConnection *dst;
+				char	   *test = cj_split_class_test(s->table, s->leaf, helper_qualified, new_modulus, r);
+				ListCell   *ls;
 
-				nl->from = s;
-				nl->name = name;
-				nl->server = to;
-				nl->schema = pl->remote_schema;
-				nl->remainder = r;
-				made = lappend(made, nl);
+				(void) cj_get_connection(to, userid, 0);
+				dst = cj_get_write_connection(cj_node_representative(to, userid), userid);
+				cj_check_two_phase(list_make2(src, dst));
+				foreach(ls, ddl->create)
+					cj_exec_command(dst, (char *) lfirst(ls), context);
+				cj_conn_note_write(dst, psprintf("DROP TABLE IF EXISTS %s", new_qualified),
+								   psprintf("table %s", new_qualified));
+				cj_conn_note_dml(dst);
+				if (dst == src)
+					cj_exec_command(src, psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s",
+												  new_qualified, ddl->columns, ddl->columns,
+												  old_qualified, test), context);
+				else
+					(void) cj_copy_rows(src, psprintf("COPY (SELECT %s FROM %s WHERE %s) TO STDOUT",
+													  ddl->columns, old_qualified, test),
+										dst, psprintf("COPY %s (%s) FROM STDIN", new_qualified,
+													  ddl->columns),
+										context);
+				foreach(ls, ddl->finish)
+					cj_exec_command(dst, (char *) lfirst(ls), context);
+				if (ddl->comment != NULL)
+					cj_exec_command(dst, psprintf("COMMENT ON TABLE %s IS %s", new_qualified,
+												  quote_literal_cstr(ddl->comment)), context);
+				{
+					CjNewLeaf    *nl = palloc(sizeof(CjNewLeaf));
+
+					nl->from = s;
+					nl->name = name;
+					nl->remote = name;
+					nl->server = to;
+					nl->schema = pl->remote_schema;
+					nl->remainder = r;
+					made = lappend(made, nl);
+				}
 			}
+			cj_exec_command(src, psprintf("DROP TABLE %s", old_qualified), context);
+			cj_progress_advance(1);
 		}
-		cj_exec_command(src, psprintf("DROP TABLE %s", old_qualified), context);
-		cj_progress_advance(1);
-	}
-	foreach(lc, helpers)
-		cj_exec_command((CjConnection *) linitial((List *) lfirst(lc)),
-						psprintf("DROP TABLE %s", (char *) lsecond((List *) lfirst(lc))),
-						"dropping a split's helper table");
+		foreach(lc, helpers)
+			cj_exec_command((CjConnection *) linitial((List *) lfirst(lc)),
+							psprintf("DROP TABLE %s", (char *) lsecond((List *) lfirst(lc))),
+							"dropping a split's helper table");
 
-	cj_move_debug_pause("split_copied");
+		cj_move_debug_pause("split_copied");
+	}
 
 	/* the switch: old leaves out, new ones in, in the caller's transaction */
 	cj_progress_phase("switching partitions", 0);
@@ -404,7 +407,7 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	foreach(lc, splits)
 	{
-		SplitLeaf  *s = (SplitLeaf *) lfirst(lc);
+		CjSplitLeaf  *s = (CjSplitLeaf *) lfirst(lc);
 		Oid			leafid = s->leaf->relid;
 		char	   *leafname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(leafid)),
 														  get_rel_name(leafid));
@@ -418,7 +421,7 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 	}
 	foreach(lc, made)
 	{
-		NewLeaf    *nl = (NewLeaf *) lfirst(lc);
+		CjNewLeaf    *nl = (CjNewLeaf *) lfirst(lc);
 		CjTable    *tab = nl->from->table;
 		char	   *nsp = get_namespace_name(get_rel_namespace(tab->relid));
 		char	   *qualified = quote_qualified_identifier(nsp, nl->name);
@@ -431,7 +434,7 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 						  qualified,
 						  quote_qualified_identifier(nsp, get_rel_name(tab->relid)),
 						  new_modulus, nl->remainder, quote_identifier(cj_node_name(nl->server)),
-						  quote_literal_cstr(nl->schema), quote_literal_cstr(nl->name)),
+						  quote_literal_cstr(nl->schema), quote_literal_cstr(nl->remote)),
 				 SPI_OK_UTILITY);
 
 		/* remote column names the old leaf had, the new one keeps */
@@ -447,7 +450,7 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 						 SPI_OK_UTILITY);
 		}
 		newleaf = get_relname_relid(nl->name, get_rel_namespace(tab->relid));
-		cj_record_shard_origin(newleaf, nl->server, nl->schema, nl->name);
+		cj_record_shard_origin(newleaf, nl->server, nl->schema, nl->remote);
 		n++;
 	}
 	SPI_finish();

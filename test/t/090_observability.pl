@@ -40,15 +40,15 @@ my $locker = cj_lock_tables($node1, @n1_leaves);
 my $locker_pid = $locker->query_safe('SELECT pg_backend_pid()');
 $locker_pid =~ s/\s+//g;
 
-my $a = cj_session($coord);
-my $a_pid = $a->query_safe('SELECT pg_backend_pid()');
-$a_pid =~ s/\s+//g;
-$a->{stderr} = '';
-$a->query_until(qr/statement started\n/,
+my $sess = cj_session($coord);
+my $sess_pid = $sess->query_safe('SELECT pg_backend_pid()');
+$sess_pid =~ s/\s+//g;
+$sess->{stderr} = '';
+$sess->query_until(qr/statement started\n/,
 	"\\echo statement started\n$join;\n\\echo statement finished\n");
 ok( $node1->poll_query_until(
 		'postgres',
-		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%:$a_pid' "
+		"SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%:$sess_pid' "
 		  . "AND wait_event_type = 'Lock'"),
 	'activity: A waits for the lock on n1');
 
@@ -56,17 +56,17 @@ ok( $node1->poll_query_until(
 my $seen = $coord->safe_psql('postgres',
 	"SELECT count(DISTINCT server), bool_or(wait_event_type = 'Lock'), "
 	  . "bool_or($locker_pid = ANY (blocked_by)) "
-	  . "FROM colojoin.activity WHERE coordinator_pid = $a_pid");
+	  . "FROM colojoin.activity WHERE coordinator_pid = $sess_pid");
 is($seen, '2|t|t', 'activity: another session sees A on both nodes, waiting for the locker');
 is( $coord->safe_psql('postgres',
 		"SELECT count(*) FROM colojoin.activity WHERE coordinator_pid = pg_backend_pid()"),
 	'0', 'activity: B itself holds no node backend');
 
 $locker->query_safe('COMMIT');
-my $ok = pump_until($a->{run}, $a->{timeout}, \$a->{stdout}, qr/statement finished\n/);
+my $ok = pump_until($sess->{run}, $sess->{timeout}, \$sess->{stdout}, qr/statement finished\n/);
 ok($ok, 'activity: A finished once the lock went');
-like($a->{stdout}, qr/\Q$expected\E/, 'activity: and its answer is right');
-$a->{stdout} = '';
+like($sess->{stdout}, qr/\Q$expected\E/, 'activity: and its answer is right');
+$sess->{stdout} = '';
 $locker->quit;
 
 # --- progress ------------------------------------------------------------
@@ -76,25 +76,25 @@ $locker->quit;
 $locker = cj_session($node2);
 $locker->query_safe('BEGIN; LOCK TABLE pg_catalog.pg_class IN EXCLUSIVE MODE');
 $coord->safe_psql('postgres', 'CREATE TABLE big (k int, v text) PARTITION BY HASH (k)');
-$a->{stderr} = '';
-$a->query_until(qr/statement started\n/,
+$sess->{stderr} = '';
+$sess->query_until(qr/statement started\n/,
 	"\\echo statement started\nSELECT colojoin.create_shards('big', ARRAY['n1', 'n2'], 6);\n\\echo statement finished\n");
 ok( $coord->poll_query_until(
 		'postgres',
-		"SELECT count(*) = 1 FROM colojoin.progress WHERE pid = $a_pid "
+		"SELECT count(*) = 1 FROM colojoin.progress WHERE pid = $sess_pid "
 		  . "AND phase = 'creating the tables on the nodes'"),
 	'progress: create_shards is seen creating the tables on the nodes');
 is( $coord->safe_psql('postgres',
 		"SELECT command, relid, units_total, units_done < units_total "
-		  . "FROM colojoin.progress WHERE pid = $a_pid"),
+		  . "FROM colojoin.progress WHERE pid = $sess_pid"),
 	'create_shards|big|6|t', 'progress: its table, total and units done');
 $locker->query_safe('COMMIT');
-$ok = pump_until($a->{run}, $a->{timeout}, \$a->{stdout}, qr/statement finished\n/);
-ok($ok && $a->{stdout} =~ /^6$/m, 'progress: create_shards finished');
-is($coord->safe_psql('postgres', "SELECT count(*) FROM colojoin.progress WHERE pid = $a_pid"),
+$ok = pump_until($sess->{run}, $sess->{timeout}, \$sess->{stdout}, qr/statement finished\n/);
+ok($ok && $sess->{stdout} =~ /^6$/m, 'progress: create_shards finished');
+is($coord->safe_psql('postgres', "SELECT count(*) FROM colojoin.progress WHERE pid = $sess_pid"),
 	'0', 'progress: its row is gone');
 $locker->quit;
-$a->quit;
+$sess->quit;
 
 # --- decisions: bounded, the query seen longest ago goes ----------------------
 

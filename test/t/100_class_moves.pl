@@ -15,9 +15,12 @@
 #   move then succeeds.
 # - a split stopped after its copies by a coordinator crash: the old
 #   partitions serve, nothing of the split is left on the nodes.
-# - pgbench writes through a split of orders and items to modulus 8 over
-#   the three nodes: the writers wait for it and none fails; the tables
-#   equal their twins; the join is colocated over the 8 classes.
+# - the same with an online split: nothing of it is left once
+#   colojoin.move_cleanup() ran.
+# - pgbench writes through splits of orders and items to modulus 8 over
+#   the three nodes, one class online, then the others blocking: none
+#   fails; the tables equal their twins; the join is colocated over the 8
+#   classes.
 
 use strict;
 use warnings;
@@ -236,6 +239,30 @@ for my $node ($node1, $node2, $node3)
 		'0', 'no table of the split is left on ' . $node->name);
 }
 
+# --- an online split stopped by a coordinator crash -------------------------
+
+$split_holder = cj_session($coord);
+$split_holder->query_safe('SELECT pg_advisory_lock(7301)');
+$splitter = cj_session($coord);
+$splitter->query_until(qr/started\n/,
+	"SET colojoin.debug_pause_move = 7301;\n"
+	  . "SET colojoin.debug_pause_move_phase = 'split_copied';\n"
+	  . "\\echo started\n"
+	  . "SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3'], partition_class => 0, mode => 'online');\n");
+ok($coord->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 7301 AND NOT granted"),
+	'an online split waits after its copy');
+$coord->stop('immediate');
+eval { $splitter->quit };
+eval { $split_holder->quit };
+$coord->start;
+is($coord->safe_psql('postgres',
+		"SELECT count(*) FROM colojoin.shards WHERE bound LIKE '%modulus 4,%'"),
+	'8', 'the coordinator killed during an online split: the old partitions are there');
+is($coord->safe_psql('postgres', $same), 't', 'and the tables equal their twins');
+$coord->safe_psql('postgres', 'SELECT colojoin.move_cleanup()');
+no_remains('after an online split was cut short');
+
 # --- a split under writes --------------------------------------------------
 
 # every class of orders and items to modulus 8, over the three nodes, while
@@ -251,8 +278,11 @@ $pgbench = IPC::Run::start(
 	'>', \$pgb_out, '2>', \$pgb_err);
 ok($coord->poll_query_until('postgres', "SELECT sum(o_total) > $before + 100 FROM lorders"),
 	'the writers are running again');
+is( $coord->safe_psql('postgres',
+		"SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3'], partition_class => 0, mode => 'online')"),
+	'4', 'one class of orders and items split online under writes');
 is($coord->safe_psql('postgres', "SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3'])"),
-	'16', 'orders and items split to 8 classes each under writes');
+	'12', 'the other classes split, blocking, under writes');
 $pgbench->finish;
 like($pgb_out, qr{processed: 1200/1200}, 'every pgbench transaction ran through the split');
 like($pgb_out, qr{number of failed transactions: 0}, 'and none failed');
