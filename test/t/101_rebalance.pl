@@ -12,6 +12,8 @@
 #   coordinator killed (rebalance_resume() goes on), the job cancelled (the
 #   class stays, the job and move say cancelled).  Each ends with the
 #   tables equal to their twins and nothing of a move left on the nodes.
+# - A node without wal_level = logical: an online move from it fails
+#   saying so; a blocking one works.
 
 use strict;
 use warnings;
@@ -178,4 +180,19 @@ all_clean('after the cancel');
 $coord->safe_psql('postgres',
 	"ALTER DATABASE postgres RESET colojoin.debug_pause_move;"
 	  . "ALTER DATABASE postgres RESET colojoin.debug_pause_move_phase;");
+
+# --- a source without logical decoding --------------------------------------
+
+$node1->append_conf('postgresql.conf', "wal_level = replica\n");
+$node1->restart;
+my $cls = $coord->safe_psql('postgres',
+	"SELECT min(partition_class) FROM colojoin.shards WHERE table_name = 'orders'::regclass AND node = 'n1'");
+my ($rc, $out, $err) = $coord->psql('postgres', "SELECT colojoin.move_class('orders', $cls, 'n3')");
+like($err, qr/an online move needs wal_level = logical on server "n1"/,
+	'an online move from a node without logical decoding says so');
+like($err, qr/HINT:  Set wal_level = logical on that node and restart it, or use mode => 'blocking'/,
+	'and what to do');
+cmp_ok($coord->safe_psql('postgres', "SELECT colojoin.move_class('orders', $cls, 'n3', 'blocking')"),
+	'>', 0, 'a blocking move from it works');
+all_clean('after the blocking move');
 done_testing();
