@@ -174,18 +174,6 @@ nap(void)
 	CHECK_FOR_INTERRUPTS();
 }
 
-static char *
-one_value(CjConnection *conn, const char *sql, const char *context)
-{
-	PGresult   *res = cj_exec_query(conn, sql, context);
-	char	   *value = NULL;
-
-	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
-		value = pstrdup(PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return value;
-}
-
 static Oid
 server_oid(const char *name, const char *what)
 {
@@ -516,7 +504,7 @@ cj_move_wait_for_prepared(List *qualified, CjConnection *src, const char *contex
 	appendStringInfoChar(&sql, ')');
 	for (;;)
 	{
-		char	   *n = one_value(src, sql.data, context);
+		char	   *n = cj_exec_value(src, sql.data, context);
 
 		if (n == NULL || strcmp(n, "0") == 0)
 			break;
@@ -548,7 +536,7 @@ check_targets_free(ClassMove *m, CjConnection *dst)
 		MovePart   *p = (MovePart *) lfirst(lc);
 		char	   *found;
 
-		found = one_value(dst,
+		found = cj_exec_value(dst,
 						  psprintf("SELECT COALESCE(pg_catalog.obj_description(c.oid, 'pg_class'), '')"
 								   " FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
 								   " WHERE n.nspname = %s AND c.relname = %s",
@@ -629,7 +617,7 @@ move_blocking(ClassMove *m)
 static int64
 int_value(CjConnection *conn, const char *sql, const char *context)
 {
-	char	   *v = one_value(conn, sql, context);
+	char	   *v = cj_exec_value(conn, sql, context);
 
 	return v ? strtoll(v, NULL, 10) : 0;
 }
@@ -730,7 +718,7 @@ cj_move_wait_for_lsn(const CjReplication *m, CjConnection *src, CjConnection *ds
 char *
 cj_move_source_position(CjConnection *src, const char *context)
 {
-	char	   *lsn = one_value(src, "SELECT pg_catalog.pg_current_wal_lsn()", context);
+	char	   *lsn = cj_exec_value(src, "SELECT pg_catalog.pg_current_wal_lsn()", context);
 
 	cj_exec_command(src, "SELECT pg_catalog.pg_logical_emit_message(false, 'colojoin', 'cut-over')",
 					context);
@@ -744,7 +732,7 @@ cj_move_source_position(CjConnection *src, const char *context)
 void
 cj_move_check_source(CjConnection *src, const char *from_name)
 {
-	char	   *wal_level = one_value(src, "SHOW wal_level", "checking the move's source");
+	char	   *wal_level = cj_exec_value(src, "SHOW wal_level", "checking the move's source");
 	char	   *senders;
 
 	if (wal_level == NULL || strcmp(wal_level, "logical") != 0)
@@ -754,7 +742,7 @@ cj_move_check_source(CjConnection *src, const char *from_name)
 						from_name),
 				 errdetail("The node's wal_level is %s.", wal_level ? wal_level : "unknown"),
 				 errhint("Set wal_level = logical on that node and restart it, or use mode => 'blocking'.")));
-	senders = one_value(src, "SELECT LEAST("
+	senders = cj_exec_value(src, "SELECT LEAST("
 						"pg_catalog.current_setting('max_wal_senders')::int4,"
 						" pg_catalog.current_setting('max_replication_slots')::int4)",
 						"checking the move's source");
@@ -947,10 +935,7 @@ colojoin_move_class(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table_name, partition_class, to_server and mode must not be NULL")));
-	if (!colojoin_is_active())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"colojoin\" is not installed in this database")));
+	colojoin_require_active();
 	PreventCommandIfReadOnly("colojoin.move_class()");
 
 	relid = PG_GETARG_OID(0);

@@ -208,10 +208,7 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table_name and new_modulus must not be NULL")));
-	if (!colojoin_is_active())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"colojoin\" is not installed in this database")));
+	colojoin_require_active();
 	PreventCommandIfReadOnly("colojoin.split_shards()");
 	relid = PG_GETARG_OID(0);
 	new_modulus = PG_GETARG_INT32(1);

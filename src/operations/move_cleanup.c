@@ -307,10 +307,7 @@ colojoin_move_cleanup(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	int			n = 0;
 
-	if (!colojoin_is_active())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"colojoin\" is not installed in this database")));
+	colojoin_require_active();
 	PreventCommandIfReadOnly("colojoin.move_cleanup()");
 	servers = node_servers();
 	foreach(lc, servers)

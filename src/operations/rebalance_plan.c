@@ -497,10 +497,7 @@ colojoin_rebalance_plan(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 	int			n = 0;
 
-	if (!colojoin_is_active())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"colojoin\" is not installed in this database")));
+	colojoin_require_active();
 	if (strcmp(by, "rows") != 0 && strcmp(by, "bytes") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -151,10 +151,7 @@ start_worker(int64 job)
 static void
 check_available(void)
 {
-	if (!colojoin_is_active())
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("extension \"colojoin\" is not installed in this database")));
+	colojoin_require_active();
 	if (!rebalance_available)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -123,19 +123,6 @@ check_replica_server(const char *server)
 	return serverid;
 }
 
-/* run a one-value query on a node and return the value as a string */
-static char *
-remote_value(CjConnection *conn, const char *sql, const char *context)
-{
-	PGresult   *res = cj_exec_query(conn, sql, context);
-	char	   *value = NULL;
-
-	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
-		value = pstrdup(PQgetvalue(res, 0, 0));
-	PQclear(res);
-	return value;
-}
-
 /*
  * Create (when missing) and fill the replica's table on dst from the
  * primary's on src.  The new table gets the sharded table's columns
@@ -263,7 +250,7 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 	{
 		resetStringInfo(&sql);
 		appendStringInfo(&sql, "SELECT true FROM %s LIMIT 1", qualified);
-		if (remote_value(dst, sql.data, context) != NULL)
+		if (cj_exec_value(dst, sql.data, context) != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("table %s on server \"%s\" already holds rows", qualified, server),

@@ -620,6 +620,19 @@ cj_exec_query(CjConnection *conn, const char *sql, const char *context)
 	return cj_exec_sql(conn, sql, context, true);
 }
 
+/* see connection.h */
+char *
+cj_exec_value(CjConnection *conn, const char *sql, const char *context)
+{
+	PGresult   *res = cj_exec_query(conn, sql, context);
+	char	   *value = NULL;
+
+	if (res != NULL && PQntuples(res) > 0 && !PQgetisnull(res, 0, 0))
+		value = pstrdup(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return value;
+}
+
 /* milliseconds left until deadline, at least 0 */
 static long
 ms_left(TimestampTz deadline)

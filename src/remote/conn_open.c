@@ -87,6 +87,17 @@ is_libpq_keyword(const char *name)
 	return false;
 }
 
+/*
+ * A server option that goes into the connection: a libpq keyword, and no
+ * credential (those come from the user mapping only).
+ */
+static bool
+server_connection_option(const char *name)
+{
+	return is_libpq_keyword(name) &&
+		strcmp(name, "user") != 0 && strcmp(name, "password") != 0;
+}
+
 /* value quoted for a libpq connection string */
 static void
 append_conninfo_value(StringInfo buf, const char *value)
@@ -122,9 +133,7 @@ cj_server_conninfo(Oid serverid, Oid userid)
 	{
 		DefElem    *d = (DefElem *) lfirst(lc);
 
-		if (!is_libpq_keyword(d->defname) ||
-			strcmp(d->defname, "user") == 0 ||
-			strcmp(d->defname, "password") == 0)
+		if (!server_connection_option(d->defname))
 			continue;
 		appendStringInfo(&buf, "%s%s=", buf.len > 0 ? " " : "", d->defname);
 		append_conninfo_value(&buf, defGetString(d));
@@ -578,10 +587,7 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um,
 	{
 		DefElem    *d = (DefElem *) lfirst(lc);
 
-		/* credentials come from the user mapping only */
-		if (!is_libpq_keyword(d->defname) ||
-			strcmp(d->defname, "user") == 0 ||
-			strcmp(d->defname, "password") == 0)
+		if (!server_connection_option(d->defname))
 			continue;
 		keywords[n] = d->defname;
 		values[n++] = defGetString(d);

@@ -87,6 +87,12 @@ extern int	cj_conn_wait(CjConnection *conn, int events, long timeout_ms);
  */
 extern void cj_exec_command(CjConnection *conn, const char *sql,
 							const char *context);
+/*
+ * cj_exec_value: the first column of the first row sql returns (palloc'd),
+ * NULL when it returns no row or a NULL there
+ */
+extern char *cj_exec_value(CjConnection *conn, const char *sql,
+						   const char *context);
 extern PGresult *cj_exec_query(CjConnection *conn, const char *sql,
 							   const char *context);
 

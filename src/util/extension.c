@@ -76,3 +76,17 @@ cj_extension_init(void)
 {
 	CacheRegisterSyscacheCallback(NAMESPACEOID, reset_active_state, (Datum) 0);
 }
+
+/*
+ * colojoin_require_active
+ *		See extension.h.  The library's functions can be called from a
+ *		database where the library is loaded but the extension is not.
+ */
+void
+colojoin_require_active(void)
+{
+	if (!colojoin_is_active())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"colojoin\" is not installed in this database")));
+}

@@ -18,6 +18,9 @@
  */
 extern bool colojoin_is_active(void);
 
+/* ERROR unless the extension is installed: for its SQL functions */
+extern void colojoin_require_active(void);
+
 /* ask again at the next colojoin_is_active() */
 extern void cj_forget_active_state(void);
 

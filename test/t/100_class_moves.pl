@@ -211,55 +211,44 @@ is(class_node(2), 'n2', 'class 2 is on n2');
 is($coord->safe_psql('postgres', $same), 't', 'the tables equal their twins');
 no_remains('after the move');
 
-# --- a split stopped by a coordinator crash --------------------------------
+# --- splits stopped by a coordinator crash ----------------------------------
 
-my $split_holder = cj_session($coord);
-$split_holder->query_safe('SELECT pg_advisory_lock(7301)');
-my $splitter = cj_session($coord);
-$splitter->query_until(qr/started\n/,
-	"SET colojoin.debug_pause_move = 7301;\n"
-	  . "SET colojoin.debug_pause_move_phase = 'split_copied';\n"
-	  . "\\echo started\n"
-	  . "SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3']);\n");
-ok($coord->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 7301 AND NOT granted"),
-	'a split waits after copying its rows');
-$coord->stop('immediate');
-eval { $splitter->quit };
-eval { $split_holder->quit };
-$coord->start;
-is($coord->safe_psql('postgres',
-		"SELECT count(*) FROM colojoin.shards WHERE bound LIKE '%modulus 4,%'"),
-	'8', 'the coordinator killed during a split: the old partitions are there');
-is($coord->safe_psql('postgres', $same), 't', 'and the tables equal their twins');
+# $call waits after copying its rows; the coordinator is killed there and
+# started again: the old partitions serve, the tables equal their twins
+sub split_cut_short
+{
+	my ($call, $what) = @_;
+	my $holder = cj_session($coord);
+	$holder->query_safe('SELECT pg_advisory_lock(7301)');
+	my $splitter = cj_session($coord);
+	$splitter->query_until(qr/started\n/,
+		"SET colojoin.debug_pause_move = 7301;\n"
+		  . "SET colojoin.debug_pause_move_phase = 'split_copied';\n"
+		  . "\\echo started\n"
+		  . "$call;\n");
+	ok($coord->poll_query_until('postgres',
+			"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 7301 AND NOT granted"),
+		"$what waits after copying its rows");
+	$coord->stop('immediate');
+	eval { $splitter->quit };
+	eval { $holder->quit };
+	$coord->start;
+	is($coord->safe_psql('postgres',
+			"SELECT count(*) FROM colojoin.shards WHERE bound LIKE '%modulus 4,%'"),
+		'8', "the coordinator killed during $what: the old partitions are there");
+	is($coord->safe_psql('postgres', $same), 't', 'and the tables equal their twins');
+}
+
+split_cut_short("SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3'])", 'a split');
 for my $node ($node1, $node2, $node3)
 {
 	is($node->safe_psql('postgres',
 			"SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_m8p%' OR relname LIKE 'colojoin\\_split\\_%'"),
 		'0', 'no table of the split is left on ' . $node->name);
 }
-
-# --- an online split stopped by a coordinator crash -------------------------
-
-$split_holder = cj_session($coord);
-$split_holder->query_safe('SELECT pg_advisory_lock(7301)');
-$splitter = cj_session($coord);
-$splitter->query_until(qr/started\n/,
-	"SET colojoin.debug_pause_move = 7301;\n"
-	  . "SET colojoin.debug_pause_move_phase = 'split_copied';\n"
-	  . "\\echo started\n"
-	  . "SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3'], partition_class => 0, mode => 'online');\n");
-ok($coord->poll_query_until('postgres',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 7301 AND NOT granted"),
-	'an online split waits after its copy');
-$coord->stop('immediate');
-eval { $splitter->quit };
-eval { $split_holder->quit };
-$coord->start;
-is($coord->safe_psql('postgres',
-		"SELECT count(*) FROM colojoin.shards WHERE bound LIKE '%modulus 4,%'"),
-	'8', 'the coordinator killed during an online split: the old partitions are there');
-is($coord->safe_psql('postgres', $same), 't', 'and the tables equal their twins');
+split_cut_short(
+	"SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3'], partition_class => 0, mode => 'online')",
+	'an online split');
 $coord->safe_psql('postgres', 'SELECT colojoin.move_cleanup()');
 no_remains('after an online split was cut short');
 
