@@ -53,9 +53,13 @@ INSERT INTO orders SELECT * FROM cj_mv_l.orders;
 INSERT INTO "Line Items" SELECT * FROM cj_mv_l."Line Items";
 INSERT INTO customer SELECT * FROM cj_mv_l.customer;
 
--- the node's own table of orders' class 0 has a key, an index, a comment,
--- a column privilege and row security with a policy
+-- the node's own table of orders' class 0 has an owner of its own, a key,
+-- an index, a comment, a column privilege and row security with a policy
+-- (the owner's role exists on every node, as roles must for a move)
+SELECT node_sql(p, 'CREATE ROLE cj_mv_keeper; SELECT ''made''')
+FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
 SELECT node_sql(:'node1_port', $$
+	ALTER TABLE cj_mv_s.orders_p0 OWNER TO cj_mv_keeper;
 	ALTER TABLE cj_mv_s.orders_p0 ADD PRIMARY KEY (o_id);
 	CREATE INDEX orders_p0_cust ON cj_mv_s.orders_p0 (o_cust) WHERE o_cust > 0;
 	COMMENT ON TABLE cj_mv_s.orders_p0 IS 'class zero';
@@ -100,7 +104,8 @@ SELECT node_sql(:'node3_port', $$
 		WHERE attrelid = 'cj_mv_s.orders_p0'::regclass AND attname = 'o_cust')
 		FROM pg_attribute WHERE attrelid = 'cj_mv_s.orders_p0'::regclass AND attname = 'Note'
 	UNION ALL SELECT polname || ': ' || pg_get_expr(polqual, polrelid) FROM pg_policy
-	WHERE polrelid = 'cj_mv_s.orders_p0'::regclass$$);
+	WHERE polrelid = 'cj_mv_s.orders_p0'::regclass
+	UNION ALL SELECT 'owner ' || pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'cj_mv_s.orders_p0'::regclass$$);
 SELECT node_sql(:'node1_port', $$SELECT string_agg(relname, ', ' ORDER BY relname) FROM pg_class
 	WHERE relnamespace = 'cj_mv_s'::regnamespace AND relkind = 'r'$$);
 
@@ -262,7 +267,7 @@ SELECT * FROM same_rows();
 -- clean up
 DROP TABLE events, event_notes;
 SELECT colojoin.drop_shards('orders') + colojoin.drop_shards('"Line Items"') + colojoin.drop_shards('customer') AS dropped;
-SELECT node_sql(p, 'DROP SCHEMA IF EXISTS cj_mv_s CASCADE; SELECT ''gone''')
+SELECT node_sql(p, 'DROP SCHEMA IF EXISTS cj_mv_s CASCADE; DROP ROLE cj_mv_keeper; SELECT ''gone''')
 FROM unnest(ARRAY[:'node1_port', :'node2_port', :'node3_port']) p;
 DROP SCHEMA cj_mv_s, cj_mv_l CASCADE;
 DROP SERVER cj_mv_n1b CASCADE;

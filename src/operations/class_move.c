@@ -148,20 +148,20 @@ cj_move_debug_pause(const char *phase)
 }
 
 /*
- * cj_move_lock_name
+ * cj_move_try_lock
  *		The transaction-level advisory lock of a running move, of a kind no
  *		SQL function takes (field 4 = 4): move_cleanup leaves alone what a
  *		move that holds it is still using.
  */
 bool
-cj_move_lock_name(const char *name, bool wait)
+cj_move_try_lock(const char *name)
 {
 	LOCKTAG		tag;
 	uint32		h = DatumGetUInt32(hash_any((const unsigned char *) name,
 										   strlen(name)));
 
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, h, 0, 4);
-	return LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 /* sleep a little, awake to interrupts: for waits on what nodes report */
@@ -584,10 +584,8 @@ move_blocking(ClassMove *m)
 		char	   *context = psprintf("moving %s from server \"%s\" to \"%s\"",
 									   p->qualified, cj_node_name(p->serverid),
 									   m->to_name);
-		ListCell   *ls;
 
-		foreach(ls, p->ddl->create)
-			cj_exec_command(dst, (char *) lfirst(ls), context);
+		cj_twin_create(dst, p->ddl, p->qualified, NULL, context);
 		cj_conn_note_write(dst, psprintf("DROP TABLE IF EXISTS %s", p->qualified),
 						   psprintf("table %s", p->qualified));
 		cj_conn_note_dml(dst);
@@ -597,12 +595,7 @@ move_blocking(ClassMove *m)
 											  p->qualified, p->ddl->columns),
 								context);
 		m->rows += cj_copy_last_rows();
-		foreach(ls, p->ddl->finish)
-			cj_exec_command(dst, (char *) lfirst(ls), context);
-		if (p->ddl->comment != NULL)
-			cj_exec_command(dst, psprintf("COMMENT ON TABLE %s IS %s", p->qualified,
-										  quote_literal_cstr(p->ddl->comment)),
-							context);
+		cj_twin_finish(dst, p->ddl, p->qualified, NULL, context);
 		cj_progress_advance(1);
 	}
 	cj_move_debug_pause("copied");
@@ -754,13 +747,40 @@ cj_move_check_source(CjConnection *src, const char *from_name)
 				 errhint("Raise them on that node and restart it, or use mode => 'blocking'.")));
 }
 
-static void
-run_all(CjConnection *conn, List *sqls, const char *context)
+/* cj_move_marker: see class_move.h */
+char *
+cj_move_marker(const char *name)
 {
-	ListCell   *lc;
+	return psprintf("%s%s", CJ_MOVE_MARKER, name);
+}
 
-	foreach(lc, sqls)
-		cj_exec_command(conn, (char *) lfirst(lc), context);
+/*
+ * cj_move_replication_start
+ *		See class_move.h.  The subscription commits synchronously, so that
+ *		the target's flush position, which the catch-up waits for, follows
+ *		its applies at once.
+ */
+void
+cj_move_replication_start(const CjReplication *r, CjConnection *src, CjConnection *dst,
+						  Oid from, const char *tables, const char *context)
+{
+	cj_exec_command(src, psprintf("CREATE PUBLICATION %s FOR TABLE %s",
+								  quote_identifier(r->name), tables), context);
+	cj_exec_command(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s"
+								  " WITH (copy_data = true, synchronous_commit = 'on')",
+								  quote_identifier(r->name),
+								  quote_literal_cstr(cj_server_conninfo(from, GetUserId())),
+								  quote_identifier(r->name)),
+					context);
+}
+
+/* cj_move_replication_end: see class_move.h */
+void
+cj_move_replication_end(const CjReplication *r, CjConnection *src, CjConnection *dst,
+						const char *context)
+{
+	cj_exec_command(dst, psprintf("DROP SUBSCRIPTION %s", quote_identifier(r->name)), context);
+	cj_exec_command(src, psprintf("DROP PUBLICATION %s", quote_identifier(r->name)), context);
 }
 
 /*
@@ -785,12 +805,8 @@ move_online_replicate(ClassMove *m, CjConnection *src, CjConnection *dst)
 	{
 		MovePart   *p = (MovePart *) lfirst(lc);
 
-		run_all(dst, p->ddl->create, context);
-		cj_exec_command(dst, psprintf("COMMENT ON TABLE %s IS %s", p->qualified,
-									  quote_literal_cstr(psprintf("%s%s", CJ_MOVE_MARKER,
-																  m->name))),
-						context);
-		run_all(dst, p->ddl->finish, context);
+		cj_twin_create(dst, p->ddl, p->qualified, cj_move_marker(m->name), context);
+		cj_twin_finish(dst, p->ddl, p->qualified, cj_move_marker(m->name), context);
 
 		/*
 		 * Logical replication of UPDATE and DELETE needs a replica identity
@@ -801,14 +817,7 @@ move_online_replicate(ClassMove *m, CjConnection *src, CjConnection *dst)
 										  p->qualified), context);
 		appendStringInfo(&tables, "%s%s", tables.len > 0 ? ", " : "", p->qualified);
 	}
-	cj_exec_command(src, psprintf("CREATE PUBLICATION %s FOR TABLE %s",
-								  quote_identifier(m->name), tables.data), context);
-	cj_exec_command(dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s"
-								  " WITH (copy_data = true, synchronous_commit = 'on')",
-								  quote_identifier(m->name),
-								  quote_literal_cstr(cj_server_conninfo(m->from, GetUserId())),
-								  quote_identifier(m->name)),
-					context);
+	cj_move_replication_start(&m->rep, src, dst, m->from, tables.data, context);
 	cj_move_wait_for_copy(&m->rep, dst, list_length(m->parts));
 
 	/* the rows copied, counted before writes wait */
@@ -827,10 +836,7 @@ move_online_replicate(ClassMove *m, CjConnection *src, CjConnection *dst)
 	cj_move_debug_pause("caught_up");
 
 	cj_progress_phase("ending replication", 0);
-	cj_exec_command(dst, psprintf("DROP SUBSCRIPTION %s", quote_identifier(m->name)),
-					context);
-	cj_exec_command(src, psprintf("DROP PUBLICATION %s", quote_identifier(m->name)),
-					context);
+	cj_move_replication_end(&m->rep, src, dst, context);
 }
 
 static void
@@ -845,7 +851,7 @@ move_online(ClassMove *m)
 	cj_move_check_source(src, m->from_name);
 
 	/* remains of an earlier try of this move go first */
-	if (!cj_move_lock_name(m->name, false))
+	if (!cj_move_try_lock(m->name))
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("another session is moving class %d of %s",
@@ -884,8 +890,7 @@ move_online(ClassMove *m)
 	{
 		MovePart   *p = (MovePart *) lfirst(lc);
 
-		cj_exec_command(dst, psprintf("COMMENT ON TABLE %s IS %s", p->qualified,
-									  p->ddl->comment ? quote_literal_cstr(p->ddl->comment) : "NULL"),
+		cj_exec_command(dst, cj_twin_comment_sql(p->qualified, p->ddl->comment),
 						"moving a class");
 	}
 }

@@ -33,8 +33,11 @@ extern bool colojoin_move_keep_source;
  */
 extern int	cj_move_remove_remains(Oid src, Oid dst, const char *name);
 
-/* the advisory lock a running move holds on its name */
-extern bool cj_move_lock_name(const char *name, bool wait);
+/*
+ * take the advisory lock a running move holds on its name, without
+ * waiting: false when another session's move holds it
+ */
+extern bool cj_move_try_lock(const char *name);
 
 /*
  * cj_tables_colocated: o is partitioned like t, with the same bounds class
@@ -70,6 +73,25 @@ typedef struct CjReplication
 } CjReplication;
 
 struct CjConnection;
+
+/* the marker comment of the tables the move (or split) name makes */
+extern char *cj_move_marker(const char *name);
+
+/*
+ * start replicating tables (a FOR TABLE list, row filters allowed) from
+ * src's node (server from) to dst's: publication and subscription named
+ * r->name, the subscription copying the rows first
+ */
+extern void cj_move_replication_start(const CjReplication *r,
+									  struct CjConnection *src,
+									  struct CjConnection *dst, Oid from,
+									  const char *tables, const char *context);
+
+/* end it: subscription (and its slot) and publication dropped */
+extern void cj_move_replication_end(const CjReplication *r,
+									struct CjConnection *src,
+									struct CjConnection *dst,
+									const char *context);
 
 /* ERROR unless src's node can publish (wal_level, senders, slots) */
 extern void cj_move_check_source(struct CjConnection *src, const char *from_name);

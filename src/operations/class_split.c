@@ -59,15 +59,21 @@
 PG_FUNCTION_INFO_V1(colojoin_split_shards);
 
 /* the key of t as a helper table's column list and partitioning */
-void
-cj_split_helper_columns(CjTable *t, StringInfo cols, StringInfo keys)
+char *
+cj_split_helper_ddl(CjTable *t, const char *qualified)
 {
+	StringInfoData colsbuf;
+	StringInfoData keysbuf;
+	StringInfo	cols = &colsbuf;
+	StringInfo	keys = &keysbuf;
 	HeapTuple	tup = SearchSysCache1(PARTRELID, ObjectIdGetDatum(t->relid));
 	oidvector  *partclass;
 	Datum		datum;
 	bool		isnull;
 	int			i;
 
+	initStringInfo(cols);
+	initStringInfo(keys);
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for partition key of %u", t->relid);
 	datum = SysCacheGetAttr(PARTRELID, tup, Anum_pg_partitioned_table_partclass, &isnull);
@@ -102,6 +108,8 @@ cj_split_helper_columns(CjTable *t, StringInfo cols, StringInfo keys)
 		ReleaseSysCache(ot);
 	}
 	ReleaseSysCache(tup);
+	return psprintf("CREATE TABLE %s (%s) PARTITION BY HASH (%s)", qualified,
+					cols->data, keys->data);
 }
 
 /* "satisfies_hash_partition(helper, m, r, key columns cast to their types)" */
@@ -122,6 +130,18 @@ cj_split_class_test(CjTable *t, CjLeaf *leaf, const char *helper, int modulus, i
 											  FORMAT_TYPE_FORCE_QUALIFY));
 	appendStringInfoChar(&buf, ')');
 	return buf.data;
+}
+
+/* cj_split_leaf_name: see class_split.h */
+char *
+cj_split_leaf_name(Oid relid, int modulus, int remainder, char **suffix)
+{
+	char	   *sfx = psprintf("_m%dp%d", modulus, remainder);
+
+	if (suffix)
+		*suffix = sfx;
+	return psprintf("%.*s%s", (int) (NAMEDATALEN - 1 - strlen(sfx)),
+					get_rel_name(relid), sfx);
 }
 
 /* what a table must be for its classes to split */
@@ -323,15 +343,9 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 			char	   *helper_qualified = quote_qualified_identifier(pl->remote_schema, helper);
 			char	   *context = psprintf("splitting %s on server \"%s\"", old_qualified,
 										   cj_node_name(pl->serverid));
-			StringInfoData cols;
-			StringInfoData keys;
 			int			k;
 
-			initStringInfo(&cols);
-			initStringInfo(&keys);
-			cj_split_helper_columns(s->table, &cols, &keys);
-			cj_exec_command(src, psprintf("CREATE TABLE %s (%s) PARTITION BY HASH (%s)",
-										  helper_qualified, cols.data, keys.data), context);
+			cj_exec_command(src, cj_split_helper_ddl(s->table, helper_qualified), context);
 			helpers = lappend(helpers, list_make2(src, helper_qualified));
 			cj_conn_note_dml(src);
 
@@ -340,23 +354,19 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 				int			r = s->remainder + k * s->modulus;
 				Oid			to = servers != NIL ?
 					list_nth_oid(servers, r % list_length(servers)) : pl->serverid;
-				char	   *suffix = psprintf("_m%dp%d", new_modulus, r);
-				char	   *base = get_rel_name(s->table->relid);
-				char	   *name = psprintf("%.*s%s", (int) (NAMEDATALEN - 1 - strlen(suffix)),
-											base, suffix);
+				char	   *suffix;
+				char	   *name = cj_split_leaf_name(s->table->relid, new_modulus, r, &suffix);
 				char	   *new_qualified = quote_qualified_identifier(pl->remote_schema, name);
 				CjRemoteTableDdl *ddl = cj_remote_table_ddl(src, cj_node_name(pl->serverid),
 															pl->remote_schema, pl->remote_table,
 															name, suffix);
 				CjConnection *dst;
 				char	   *test = cj_split_class_test(s->table, s->leaf, helper_qualified, new_modulus, r);
-				ListCell   *ls;
 
 				(void) cj_get_connection(to, userid, 0);
 				dst = cj_get_write_connection(cj_node_representative(to, userid), userid);
 				cj_check_two_phase(list_make2(src, dst));
-				foreach(ls, ddl->create)
-					cj_exec_command(dst, (char *) lfirst(ls), context);
+				cj_twin_create(dst, ddl, new_qualified, NULL, context);
 				cj_conn_note_write(dst, psprintf("DROP TABLE IF EXISTS %s", new_qualified),
 								   psprintf("table %s", new_qualified));
 				cj_conn_note_dml(dst);
@@ -370,11 +380,7 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 										dst, psprintf("COPY %s (%s) FROM STDIN", new_qualified,
 													  ddl->columns),
 										context);
-				foreach(ls, ddl->finish)
-					cj_exec_command(dst, (char *) lfirst(ls), context);
-				if (ddl->comment != NULL)
-					cj_exec_command(dst, psprintf("COMMENT ON TABLE %s IS %s", new_qualified,
-												  quote_literal_cstr(ddl->comment)), context);
+				cj_twin_finish(dst, ddl, new_qualified, NULL, context);
 				{
 					CjNewLeaf    *nl = palloc(sizeof(CjNewLeaf));
 
@@ -384,6 +390,7 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 					nl->server = to;
 					nl->schema = pl->remote_schema;
 					nl->remainder = r;
+					nl->comment = ddl->comment;
 					made = lappend(made, nl);
 				}
 			}

@@ -35,8 +35,20 @@ typedef struct CjNewLeaf
 	char	   *comment;		/* of the remote table, or NULL */
 } CjNewLeaf;
 
-/* a helper table's columns and hash partitioning, those of t's key */
-extern void cj_split_helper_columns(CjTable *t, StringInfo cols, StringInfo keys);
+/*
+ * the name of new class remainder of modulus of table relid:
+ * "<table>_m<modulus>p<remainder>", the table's name cut to fit; *suffix
+ * gets the part after the table's name
+ */
+extern char *cj_split_leaf_name(Oid relid, int modulus, int remainder,
+								char **suffix);
+
+/*
+ * the CREATE TABLE of a helper table qualified on a node, partitioned by
+ * hash on t's key's types, operator classes and collations: what
+ * cj_split_class_test routes rows with
+ */
+extern char *cj_split_helper_ddl(CjTable *t, const char *qualified);
 
 /* the test, on the node, of a row of leaf being in class (modulus, remainder) */
 extern char *cj_split_class_test(CjTable *t, CjLeaf *leaf, const char *helper,

@@ -172,7 +172,7 @@ remove_on_node(Oid serverid, const char *name, RemainKind kind)
 		if ((kind == REMAIN_SUBSCRIPTION) != (strcmp(what, "subscription") == 0))
 			continue;
 		/* a running move holds the lock on its name: its objects stay */
-		if (!cj_move_lock_name(move, false))
+		if (!cj_move_try_lock(move))
 			continue;
 		if (strcmp(what, "subscription") == 0)
 			sqls = list_make1(psprintf("DROP SUBSCRIPTION %s", object));

@@ -17,8 +17,8 @@
  *	  the constraints that own one renamed with a suffix, as index names
  *	  are unique in a schema; extended statistics are left out then.
  *
- *	  It only writes statements; class_move.c decides where and when they
- *	  run.
+ *	  It writes statements and runs them where it is told (cj_twin_create,
+ *	  cj_twin_finish); class_move.c and class_split.c decide where and when.
  *
  *-------------------------------------------------------------------------
  */
@@ -237,4 +237,38 @@ cj_remote_table_ddl(CjConnection *src, const char *node, const char *schema,
 				 errmsg("table %s on node \"%s\" has no columns to copy",
 						qualified, node)));
 	return ddl;
+}
+
+/* see remote_table_ddl.h */
+void
+cj_twin_create(CjConnection *dst, const CjRemoteTableDdl *ddl, const char *qualified,
+			   const char *marker, const char *context)
+{
+	ListCell   *lc;
+
+	foreach(lc, ddl->create)
+		cj_exec_command(dst, (char *) lfirst(lc), context);
+	if (marker != NULL)
+		cj_exec_command(dst, cj_twin_comment_sql(qualified, marker), context);
+}
+
+/* see remote_table_ddl.h */
+void
+cj_twin_finish(CjConnection *dst, const CjRemoteTableDdl *ddl, const char *qualified,
+			   const char *marker, const char *context)
+{
+	ListCell   *lc;
+
+	foreach(lc, ddl->finish)
+		cj_exec_command(dst, (char *) lfirst(lc), context);
+	if (marker == NULL && ddl->comment != NULL)
+		cj_exec_command(dst, cj_twin_comment_sql(qualified, ddl->comment), context);
+}
+
+/* see remote_table_ddl.h */
+char *
+cj_twin_comment_sql(const char *qualified, const char *comment)
+{
+	return psprintf("COMMENT ON TABLE %s IS %s", qualified,
+					comment ? quote_literal_cstr(comment) : "NULL");
 }

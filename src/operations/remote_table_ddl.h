@@ -40,4 +40,25 @@ extern CjRemoteTableDdl *cj_remote_table_ddl(CjConnection *src,
 											 const char *new_table,
 											 const char *suffix);
 
+/*
+ * run ddl's first statements on dst (the schema and the empty table
+ * qualified), then, when marker is given, comment the table with it at
+ * once: a move's target is marked before anything can fail after it
+ */
+extern void cj_twin_create(CjConnection *dst, const CjRemoteTableDdl *ddl,
+						   const char *qualified, const char *marker,
+						   const char *context);
+
+/*
+ * run the rest (constraints, indexes, owner, ...) on dst; without a marker,
+ * the table then gets the node's own comment (a marked one gets it when
+ * its move commits)
+ */
+extern void cj_twin_finish(CjConnection *dst, const CjRemoteTableDdl *ddl,
+						   const char *qualified, const char *marker,
+						   const char *context);
+
+/* COMMENT ON TABLE qualified IS comment (NULL: none) */
+extern char *cj_twin_comment_sql(const char *qualified, const char *comment);
+
 #endif							/* COLOJOIN_REMOTE_TABLE_DDL_H */

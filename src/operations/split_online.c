@@ -112,12 +112,6 @@ choose_target(List *servers, int r, Oid from, List *taken)
 	return InvalidOid;			/* keep compiler quiet */
 }
 
-static char *
-marker(const char *name)
-{
-	return quote_literal_cstr(psprintf("%s%s", CJ_MOVE_MARKER, name));
-}
-
 /*
  * Make the new classes' tables, publications and subscriptions of one old
  * class; appends their replications to *reps and new leaves to *made.
@@ -145,7 +139,7 @@ start_class(List *leaves, int new_modulus, List *servers, int ci,
 	for (k = 0; k < new_modulus / first->modulus; k++)
 		taken = lappend_oid(taken, choose_target(servers, first->remainder + k * first->modulus,
 												 from, taken));
-	if (!cj_move_lock_name(base, false))
+	if (!cj_move_try_lock(base))
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("another session is splitting class %d of %s", first->remainder,
@@ -159,15 +153,9 @@ start_class(List *leaves, int new_modulus, List *servers, int ci,
 		CjPlacement *p = &s->leaf->placements[0];
 		char	   *helper = quote_qualified_identifier(p->remote_schema,
 														psprintf("colojoin_split_%u", s->leaf->relid));
-		StringInfoData cols;
-		StringInfoData keys;
 
-		initStringInfo(&cols);
-		initStringInfo(&keys);
-		cj_split_helper_columns(s->table, &cols, &keys);
-		cj_exec_command(src, psprintf("CREATE TABLE %s (%s) PARTITION BY HASH (%s)",
-									  helper, cols.data, keys.data), context);
-		cj_exec_command(src, psprintf("COMMENT ON TABLE %s IS %s", helper, marker(base)), context);
+		cj_exec_command(src, cj_split_helper_ddl(s->table, helper), context);
+		cj_exec_command(src, cj_twin_comment_sql(helper, cj_move_marker(base)), context);
 		cj_exec_command(src, psprintf("ALTER TABLE %s REPLICA IDENTITY FULL",
 									  quote_qualified_identifier(p->remote_schema, p->remote_table)),
 						context);
@@ -189,7 +177,7 @@ start_class(List *leaves, int new_modulus, List *servers, int ci,
 		sr->to = to;
 		sr->src = src;
 		sr->old_class = ci;
-		if (!cj_move_lock_name(sr->rep.name, false))
+		if (!cj_move_try_lock(sr->rep.name))
 			ereport(ERROR,
 					(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 					 errmsg("another session is splitting class %d of %s", first->remainder,
@@ -207,17 +195,10 @@ start_class(List *leaves, int new_modulus, List *servers, int ci,
 			CjRemoteTableDdl *ddl = cj_remote_table_ddl(src, cj_node_name(from),
 														p->remote_schema, p->remote_table,
 														NULL, NULL);
-			char	   *suffix = psprintf("_m%dp%d", new_modulus, r);
-			char	   *tabname = get_rel_name(s->table->relid);
 			CjNewLeaf  *nl = palloc(sizeof(CjNewLeaf));
-			ListCell   *ls;
 
-			foreach(ls, ddl->create)
-				cj_exec_command(sr->dst, (char *) lfirst(ls), context);
-			cj_exec_command(sr->dst, psprintf("COMMENT ON TABLE %s IS %s", qualified,
-											  marker(sr->rep.name)), context);
-			foreach(ls, ddl->finish)
-				cj_exec_command(sr->dst, (char *) lfirst(ls), context);
+			cj_twin_create(sr->dst, ddl, qualified, cj_move_marker(sr->rep.name), context);
+			cj_twin_finish(sr->dst, ddl, qualified, cj_move_marker(sr->rep.name), context);
 			appendStringInfo(&tables, "%s%s WHERE (%s)", tables.len > 0 ? ", " : "",
 							 qualified,
 							 cj_split_class_test(s->table, s->leaf, (char *) lfirst(lh),
@@ -225,8 +206,7 @@ start_class(List *leaves, int new_modulus, List *servers, int ci,
 			sr->ntables++;
 
 			nl->from = s;
-			nl->name = psprintf("%.*s%s", (int) (NAMEDATALEN - 1 - strlen(suffix)),
-								tabname, suffix);
+			nl->name = cj_split_leaf_name(s->table->relid, new_modulus, r, NULL);
 			nl->remote = p->remote_table;
 			nl->server = to;
 			nl->schema = p->remote_schema;
@@ -234,14 +214,7 @@ start_class(List *leaves, int new_modulus, List *servers, int ci,
 			nl->comment = ddl->comment;
 			*made = lappend(*made, nl);
 		}
-		cj_exec_command(src, psprintf("CREATE PUBLICATION %s FOR TABLE %s",
-									  quote_identifier(sr->rep.name), tables.data), context);
-		cj_exec_command(sr->dst, psprintf("CREATE SUBSCRIPTION %s CONNECTION %s PUBLICATION %s"
-										  " WITH (copy_data = true, synchronous_commit = 'on')",
-										  quote_identifier(sr->rep.name),
-										  quote_literal_cstr(cj_server_conninfo(from, userid)),
-										  quote_identifier(sr->rep.name)),
-						context);
+		cj_move_replication_start(&sr->rep, src, sr->dst, from, tables.data, context);
 	}
 }
 
@@ -340,10 +313,7 @@ cj_split_online(List *splits, int new_modulus, List *servers, List *relids)
 		{
 			SplitRep   *sr = (SplitRep *) lfirst(lc);
 
-			cj_exec_command(sr->dst, psprintf("DROP SUBSCRIPTION %s", quote_identifier(sr->rep.name)),
-							"splitting a class online");
-			cj_exec_command(sr->src, psprintf("DROP PUBLICATION %s", quote_identifier(sr->rep.name)),
-							"splitting a class online");
+			cj_move_replication_end(&sr->rep, sr->src, sr->dst, "splitting a class online");
 		}
 		foreach(lc, splits)
 		{
@@ -380,9 +350,8 @@ cj_split_online(List *splits, int new_modulus, List *servers, List *relids)
 													userid);
 
 		cj_conn_note_dml(dst);
-		cj_exec_command(dst, psprintf("COMMENT ON TABLE %s IS %s",
-									  quote_qualified_identifier(nl->schema, nl->remote),
-									  nl->comment ? quote_literal_cstr(nl->comment) : "NULL"),
+		cj_exec_command(dst, cj_twin_comment_sql(quote_qualified_identifier(nl->schema, nl->remote),
+												 nl->comment),
 						"splitting a class online");
 	}
 	foreach(lc, splits)

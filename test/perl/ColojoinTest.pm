@@ -18,7 +18,8 @@ use Test::More ();
 our @EXPORT =
   qw(cj_new_node cj_new_cluster cj_explain cj_query cj_session cj_lock_tables
   cj_pair_tables cj_pair_pgbench_script cj_colojoin_connections
-  cj_wait_colojoin_connections cj_connection_sampler cj_fill_connections);
+  cj_wait_colojoin_connections cj_connection_sampler cj_fill_connections
+  cj_order_tables cj_order_writes cj_twins_equal_sql cj_move_remains_sql);
 
 # Settings every test server gets: small, fast, and UTF8 whatever the locale.
 my $common_conf = <<'CONF';
@@ -340,6 +341,122 @@ sub cj_connection_sampler
 	};
 	$sampler->{quit} = sub { $_->quit for @sessions; };
 	return $sampler;
+}
+
+=pod
+
+=head1 cj_order_tables($coord, $servers, $modulus, $orders)
+
+For the tests of moves and splits: orders (o_id, o_cust, o_total) and items
+(i_order, i_qty), hash $modulus over $servers (an SQL array, "ARRAY['n1',
+'n2']"), items colocated with orders; and lorders and litems, plain local
+tables holding the same rows ($orders orders, about 4 items each).
+
+=cut
+
+sub cj_order_tables
+{
+	my ($coord, $servers, $modulus, $orders) = @_;
+	my $items = 4 * $orders;
+	$coord->safe_psql(
+		'postgres', qq{
+CREATE TABLE orders (o_id int NOT NULL, o_cust int, o_total numeric) PARTITION BY HASH (o_id);
+SELECT colojoin.create_shards('orders', $servers, $modulus);
+CREATE TABLE items (i_order int, i_qty int) PARTITION BY HASH (i_order);
+SELECT colojoin.create_shards('items', NULL, colocate_with => 'orders');
+CREATE TABLE lorders (o_id int NOT NULL, o_cust int, o_total numeric);
+CREATE TABLE litems (i_order int, i_qty int);
+INSERT INTO lorders SELECT g, g % 40, 0 FROM generate_series(1, $orders) g;
+INSERT INTO litems SELECT g / 4, g % 7 FROM generate_series(1, $items) g;
+INSERT INTO orders SELECT * FROM lorders;
+INSERT INTO items SELECT * FROM litems;
+});
+	return;
+}
+
+=pod
+
+=head1 cj_twins_equal_sql()
+
+A query answering 't' when orders and items hold what lorders and litems
+hold, and their join aggregates alike.
+
+=cut
+
+sub cj_twins_equal_sql
+{
+	return q{SELECT
+	(SELECT array_agg(o ORDER BY o) FROM (SELECT o::text FROM orders o) s) =
+	(SELECT array_agg(o ORDER BY o) FROM (SELECT o::text FROM lorders o) s)
+	AND (SELECT array_agg(i ORDER BY i) FROM (SELECT i::text FROM items i) s) =
+	(SELECT array_agg(i ORDER BY i) FROM (SELECT i::text FROM litems i) s)
+	AND (SELECT array_agg(x ORDER BY x) FROM (SELECT (o_cust, count(*), sum(i_qty))::text AS x
+		FROM orders JOIN items ON i_order = o_id GROUP BY o_cust) s) =
+	(SELECT array_agg(x ORDER BY x) FROM (SELECT (o_cust, count(*), sum(i_qty))::text AS x
+		FROM lorders JOIN litems ON i_order = o_id GROUP BY o_cust) s)};
+}
+
+=pod
+
+=head1 cj_move_remains_sql()
+
+A query, for a node, counting what a move or split could leave there:
+subscriptions, publications, replication slots and tables carrying a
+move's marker comment.
+
+=cut
+
+sub cj_move_remains_sql
+{
+	return q{SELECT (SELECT count(*) FROM pg_subscription) + (SELECT count(*) FROM pg_publication)
+	+ (SELECT count(*) FROM pg_replication_slots)
+	+ (SELECT count(*) FROM pg_description WHERE description LIKE 'colojoin: target of move %')};
+}
+
+=pod
+
+=head1 cj_order_writes($coord, $clients, $transactions)
+
+pgbench started in the background on the tables of cj_order_tables: each
+transaction updates an order, adds an item and deletes some, on the
+sharded tables and on their twins alike, then reads the order's join
+through colojoin and from the twins and divides by zero (failing the
+client) when they differ. Each client writes its own orders (o_id modulo
+8 is its client id), so what it reads is what it wrote, whatever the
+others and any move or split are doing. Returns { run => IPC::Run
+handle, out => \stdout, err => \stderr }; $w->{run}->finish waits for it.
+
+=cut
+
+sub cj_order_writes
+{
+	my ($coord, $clients, $transactions) = @_;
+	my $file = $coord->basedir . '/order_writes.sql';
+	PostgreSQL::Test::Utils::append_to_file($file, <<'SCRIPT') unless -e $file;
+\set id 1 + :client_id + 8 * random(0, 240)
+\set q random(1, 6)
+BEGIN;
+UPDATE orders SET o_total = o_total + :q WHERE o_id = :id;
+UPDATE lorders SET o_total = o_total + :q WHERE o_id = :id;
+INSERT INTO items VALUES (:id, :q);
+INSERT INTO litems VALUES (:id, :q);
+DELETE FROM items WHERE i_order = :id AND i_qty = :q - 1;
+DELETE FROM litems WHERE i_order = :id AND i_qty = :q - 1;
+SELECT count(*) AS c1, coalesce(sum(i_qty), 0) AS s1 FROM orders JOIN items ON i_order = o_id WHERE o_id = :id \gset
+SELECT count(*) AS c2, coalesce(sum(i_qty), 0) AS s2 FROM lorders JOIN litems ON i_order = o_id WHERE o_id = :id \gset
+\if :c1 != :c2 or :s1 != :s2
+SELECT 1 / 0 AS read_differs;
+\endif
+END;
+SCRIPT
+	my ($out, $err) = ('', '');
+	my $run = IPC::Run::start(
+		[
+			'pgbench', '-n', '-c', $clients, '-j', $clients, '-t', $transactions,
+			'-h', $coord->host, '-p', $coord->port, '-f', $file, 'postgres'
+		],
+		'>', \$out, '2>', \$err);
+	return { run => $run, out => \$out, err => \$err };
 }
 
 1;

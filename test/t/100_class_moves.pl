@@ -2,7 +2,8 @@
 # and failures at each phase of a move.
 #
 # - pgbench clients write (insert, update, delete) to orders and items and,
-#   in the same transactions, to local twins, while a class of both moves
+#   in the same transactions, to local twins, and read what they wrote
+#   back through colojoin and from the twins (cj_order_writes), while a class of both moves
 #   online from n1 to n3 and another blocking from n2 to n3: no transaction
 #   fails, the tables equal their twins afterwards, and the join is still
 #   colocated, with tasks on n3.
@@ -37,29 +38,8 @@ my $c = cj_new_cluster(
 my $coord = $c->{coordinator};
 my ($node1, $node2, $node3) = @{ $c->{nodes} };
 
-$coord->safe_psql(
-	'postgres', q{
-CREATE TABLE orders (o_id int NOT NULL, o_cust int, o_total numeric) PARTITION BY HASH (o_id);
-SELECT colojoin.create_shards('orders', ARRAY['n1', 'n2'], 4);
-CREATE TABLE items (i_order int, i_qty int) PARTITION BY HASH (i_order);
-SELECT colojoin.create_shards('items', NULL, colocate_with => 'orders');
-CREATE TABLE lorders (o_id int NOT NULL, o_cust int, o_total numeric);
-CREATE TABLE litems (i_order int, i_qty int);
-INSERT INTO lorders SELECT g, g % 40, 0 FROM generate_series(1, 2000) g;
-INSERT INTO litems SELECT g / 4, g % 7 FROM generate_series(1, 8000) g;
-INSERT INTO orders SELECT * FROM lorders;
-INSERT INTO items SELECT * FROM litems;
-});
-
-my $same = q{SELECT
-	(SELECT array_agg(o ORDER BY o) FROM (SELECT o::text FROM orders o) s) =
-	(SELECT array_agg(o ORDER BY o) FROM (SELECT o::text FROM lorders o) s)
-	AND (SELECT array_agg(i ORDER BY i) FROM (SELECT i::text FROM items i) s) =
-	(SELECT array_agg(i ORDER BY i) FROM (SELECT i::text FROM litems i) s)
-	AND (SELECT array_agg(x ORDER BY x) FROM (SELECT (o_cust, count(*), sum(i_qty))::text AS x
-		FROM orders JOIN items ON i_order = o_id GROUP BY o_cust) s) =
-	(SELECT array_agg(x ORDER BY x) FROM (SELECT (o_cust, count(*), sum(i_qty))::text AS x
-		FROM lorders JOIN litems ON i_order = o_id GROUP BY o_cust) s)};
+cj_order_tables($coord, "ARRAY['n1', 'n2']", 4, 2000);
+my $same = cj_twins_equal_sql();
 is($coord->safe_psql('postgres', $same), 't', 'the sharded tables start equal to their twins');
 
 # where class c of orders is
@@ -73,29 +53,8 @@ sub class_node
 
 # --- writes through a move ---------------------------------------------------
 
-my $writes = <<'SCRIPT';
-\set id random(1, 2000)
-\set q random(1, 6)
-BEGIN;
-UPDATE orders SET o_total = o_total + :q WHERE o_id = :id;
-UPDATE lorders SET o_total = o_total + :q WHERE o_id = :id;
-INSERT INTO items VALUES (:id, :q);
-INSERT INTO litems VALUES (:id, :q);
-DELETE FROM items WHERE i_order = :id AND i_qty = :q - 1;
-DELETE FROM litems WHERE i_order = :id AND i_qty = :q - 1;
-END;
-SCRIPT
-PostgreSQL::Test::Utils::append_to_file($coord->basedir . '/writes.sql', $writes);
-
 # pgbench in the background, while the moves run
-my ($pgb_out, $pgb_err) = ('', '');
-my $pgbench = IPC::Run::start(
-	[
-		'pgbench', '-n', '-c', '4', '-j', '4', '-t', '400',
-		'-h', $coord->host, '-p', $coord->port,
-		'-f', $coord->basedir . '/writes.sql', 'postgres'
-	],
-	'>', \$pgb_out, '2>', \$pgb_err);
+my $writers = cj_order_writes($coord, 4, 400);
 ok($coord->poll_query_until('postgres',
 		"SELECT sum(o_total) > 200 FROM lorders"),
 	'the writers are running');
@@ -103,10 +62,11 @@ is($coord->safe_psql('postgres', "SELECT colojoin.move_class('orders', 0, 'n3') 
 	't', 'class 0 moves online from n1 to n3 under writes');
 is($coord->safe_psql('postgres', "SELECT colojoin.move_class('orders', 1, 'n3', 'blocking') > 0"),
 	't', 'class 1 moves blocking from n2 to n3 under writes');
-$pgbench->finish;
-like($pgb_out, qr{processed: 1600/1600}, 'every pgbench transaction ran');
-like($pgb_out, qr{number of failed transactions: 0}, 'and none failed');
-is($pgb_err, '', 'pgbench reported no error');
+$writers->{run}->finish;
+like(${ $writers->{out} }, qr{processed: 1600/1600}, 'every pgbench transaction ran');
+like(${ $writers->{out} }, qr{number of failed transactions: 0},
+	'and none failed (each read its writes back alike through colojoin and from the twins)');
+is(${ $writers->{err} }, '', 'pgbench reported no error');
 is(class_node(0), 'n3', 'class 0 is on n3');
 is(class_node(1), 'n3', 'class 1 is on n3');
 is($coord->safe_psql('postgres', $same), 't', 'the tables equal their twins after the moves');
@@ -116,9 +76,7 @@ like(cj_explain($coord, 'postgres', 'SELECT count(*) FROM orders JOIN items ON i
 
 # --- failures at each phase ------------------------------------------------
 
-my $remains = q{SELECT (SELECT count(*) FROM pg_subscription) + (SELECT count(*) FROM pg_publication)
-	+ (SELECT count(*) FROM pg_replication_slots)
-	+ (SELECT count(*) FROM pg_description WHERE description LIKE 'colojoin: target of move %')};
+my $remains = cj_move_remains_sql();
 sub no_remains
 {
 	my ($what) = @_;
@@ -129,24 +87,35 @@ sub no_remains
 	}
 }
 
-# Start moving class 2 (on n1) to n2, stopped at $phase; run $action while it
-# waits; let it go on.  Returns the mover's session and what it printed on
-# stderr once it ended (undef when the coordinator went).
-sub stopped_move
+# Run $sql in a new session, stopped at $phase of the move or split (it
+# waits for the advisory lock a second session holds, seen in pg_locks);
+# returns (the holder's session, the runner's).
+sub run_paused
 {
-	my ($phase, $mode, $action) = @_;
+	my ($phase, $sql, $what) = @_;
 	my $holder = cj_session($coord);
 	$holder->query_safe('SELECT pg_advisory_lock(7301)');
-	my $mover = cj_session($coord);
-	$mover->query_until(qr/started\n/,
+	my $runner = cj_session($coord);
+	$runner->query_until(qr/started\n/,
 		"SET colojoin.debug_pause_move = 7301;\n"
 		  . "SET colojoin.debug_pause_move_phase = '$phase';\n"
 		  . "\\echo started\n"
-		  . "SELECT colojoin.move_class('orders', 2, 'n2', '$mode');\n"
+		  . "$sql;\n"
 		  . "\\echo finished\n");
 	ok($coord->poll_query_until('postgres',
 			"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 7301 AND NOT granted"),
-		"$phase ($mode): the move waits there");
+		"$what waits at $phase");
+	return ($holder, $runner);
+}
+
+# Start moving class 2 (on n1) to n2, stopped at $phase; run $action while it
+# waits; let it go on.  Returns what the mover printed on stderr once it
+# ended (undef when the coordinator went).
+sub stopped_move
+{
+	my ($phase, $mode, $action) = @_;
+	my ($holder, $mover) = run_paused($phase,
+		"SELECT colojoin.move_class('orders', 2, 'n2', '$mode')", "a $mode move");
 	my $coordinator_lives = $action->($mover);
 	my $err;
 	if ($coordinator_lives)
@@ -218,17 +187,7 @@ no_remains('after the move');
 sub split_cut_short
 {
 	my ($call, $what) = @_;
-	my $holder = cj_session($coord);
-	$holder->query_safe('SELECT pg_advisory_lock(7301)');
-	my $splitter = cj_session($coord);
-	$splitter->query_until(qr/started\n/,
-		"SET colojoin.debug_pause_move = 7301;\n"
-		  . "SET colojoin.debug_pause_move_phase = 'split_copied';\n"
-		  . "\\echo started\n"
-		  . "$call;\n");
-	ok($coord->poll_query_until('postgres',
-			"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 7301 AND NOT granted"),
-		"$what waits after copying its rows");
+	my ($holder, $splitter) = run_paused('split_copied', $call, $what);
 	$coord->stop('immediate');
 	eval { $splitter->quit };
 	eval { $holder->quit };
@@ -256,15 +215,8 @@ no_remains('after an online split was cut short');
 
 # every class of orders and items to modulus 8, over the three nodes, while
 # the writers run: they wait for the split and go on with the new partitions
-($pgb_out, $pgb_err) = ('', '');
 my $before = $coord->safe_psql('postgres', 'SELECT sum(o_total) FROM lorders');
-$pgbench = IPC::Run::start(
-	[
-		'pgbench', '-n', '-c', '4', '-j', '4', '-t', '300',
-		'-h', $coord->host, '-p', $coord->port,
-		'-f', $coord->basedir . '/writes.sql', 'postgres'
-	],
-	'>', \$pgb_out, '2>', \$pgb_err);
+$writers = cj_order_writes($coord, 4, 300);
 ok($coord->poll_query_until('postgres', "SELECT sum(o_total) > $before + 100 FROM lorders"),
 	'the writers are running again');
 is( $coord->safe_psql('postgres',
@@ -272,10 +224,10 @@ is( $coord->safe_psql('postgres',
 	'4', 'one class of orders and items split online under writes');
 is($coord->safe_psql('postgres', "SELECT colojoin.split_shards('orders', 8, ARRAY['n1', 'n2', 'n3'])"),
 	'12', 'the other classes split, blocking, under writes');
-$pgbench->finish;
-like($pgb_out, qr{processed: 1200/1200}, 'every pgbench transaction ran through the split');
-like($pgb_out, qr{number of failed transactions: 0}, 'and none failed');
-is($pgb_err, '', 'pgbench reported no error');
+$writers->{run}->finish;
+like(${ $writers->{out} }, qr{processed: 1200/1200}, 'every pgbench transaction ran through the split');
+like(${ $writers->{out} }, qr{number of failed transactions: 0}, 'and none failed, reads included');
+is(${ $writers->{err} }, '', 'pgbench reported no error');
 is($coord->safe_psql('postgres', $same), 't', 'the tables equal their twins after the split');
 like(cj_explain($coord, 'postgres', 'SELECT count(*) FROM orders JOIN items ON i_order = o_id'),
 	qr/colocated on orders.o_id = items.i_order.*\n\s+Partitions: 8 of 8/,

@@ -30,30 +30,12 @@ my $c = cj_new_cluster(
 my $coord = $c->{coordinator};
 my ($node1, $node2, $node3) = @{ $c->{nodes} };
 
-$coord->safe_psql(
-	'postgres', q{
-CREATE TABLE orders (o_id int NOT NULL, o_cust int, o_total numeric) PARTITION BY HASH (o_id);
-SELECT colojoin.create_shards('orders', ARRAY['n1', 'n2'], 8);
-CREATE TABLE items (i_order int, i_qty int) PARTITION BY HASH (i_order);
-SELECT colojoin.create_shards('items', NULL, colocate_with => 'orders');
-CREATE TABLE lorders (o_id int NOT NULL, o_cust int, o_total numeric);
-CREATE TABLE litems (i_order int, i_qty int);
-INSERT INTO lorders SELECT g, g % 40, 0 FROM generate_series(1, 4000) g;
-INSERT INTO litems SELECT g / 4, g % 7 FROM generate_series(1, 16000) g;
-INSERT INTO orders SELECT * FROM lorders;
-INSERT INTO items SELECT * FROM litems;
-});
+cj_order_tables($coord, "ARRAY['n1', 'n2']", 8, 4000);
 # the nodes count their rows for the planner
 $_->safe_psql('postgres', 'ANALYZE') for ($node1, $node2);
 
-my $same = q{SELECT
-	(SELECT array_agg(o ORDER BY o) FROM (SELECT o::text FROM orders o) s) =
-	(SELECT array_agg(o ORDER BY o) FROM (SELECT o::text FROM lorders o) s)
-	AND (SELECT array_agg(i ORDER BY i) FROM (SELECT i::text FROM items i) s) =
-	(SELECT array_agg(i ORDER BY i) FROM (SELECT i::text FROM litems i) s)};
-my $remains = q{SELECT (SELECT count(*) FROM pg_subscription) + (SELECT count(*) FROM pg_publication)
-	+ (SELECT count(*) FROM pg_replication_slots)
-	+ (SELECT count(*) FROM pg_description WHERE description LIKE 'colojoin: target of move %')};
+my $same = cj_twins_equal_sql();
+my $remains = cj_move_remains_sql();
 my $on_n3 = "SELECT count(DISTINCT partition_class) FROM colojoin.shards WHERE node = 'n3'";
 
 sub job_ends
@@ -81,35 +63,16 @@ cmp_ok($plan, '>=', 2, 'the plan moves classes onto the new node');
 
 # --- rebalance under writes ------------------------------------------------
 
-my $writes = <<'SCRIPT';
-\set id random(1, 4000)
-\set q random(1, 6)
-BEGIN;
-UPDATE orders SET o_total = o_total + :q WHERE o_id = :id;
-UPDATE lorders SET o_total = o_total + :q WHERE o_id = :id;
-INSERT INTO items VALUES (:id, :q);
-INSERT INTO litems VALUES (:id, :q);
-DELETE FROM items WHERE i_order = :id AND i_qty = :q - 1;
-DELETE FROM litems WHERE i_order = :id AND i_qty = :q - 1;
-END;
-SCRIPT
-PostgreSQL::Test::Utils::append_to_file($coord->basedir . '/writes.sql', $writes);
-my ($pgb_out, $pgb_err) = ('', '');
-my $pgbench = IPC::Run::start(
-	[
-		'pgbench', '-n', '-c', '4', '-j', '4', '-t', '600',
-		'-h', $coord->host, '-p', $coord->port,
-		'-f', $coord->basedir . '/writes.sql', 'postgres'
-	],
-	'>', \$pgb_out, '2>', \$pgb_err);
+my $writers = cj_order_writes($coord, 4, 600);
 ok($coord->poll_query_until('postgres', 'SELECT sum(o_total) > 200 FROM lorders'),
 	'the writers are running');
 my $job = $coord->safe_psql('postgres', "SELECT colojoin.rebalance(ARRAY['n1', 'n2', 'n3'])");
 job_ends($job, 'done', 'rebalance under writes');
-$pgbench->finish;
-like($pgb_out, qr{processed: 2400/2400}, 'every pgbench transaction ran');
-like($pgb_out, qr{number of failed transactions: 0}, 'and none failed');
-is($pgb_err, '', 'pgbench reported no error');
+$writers->{run}->finish;
+like(${ $writers->{out} }, qr{processed: 2400/2400}, 'every pgbench transaction ran');
+like(${ $writers->{out} }, qr{number of failed transactions: 0},
+	'and none failed (each read its writes back alike through colojoin and from the twins)');
+is(${ $writers->{err} }, '', 'pgbench reported no error');
 is($coord->safe_psql('postgres',
 		"SELECT count(*) FROM colojoin.rebalance_moves WHERE job = $job AND state <> 'done'"),
 	'0', 'every move of the job is done');
