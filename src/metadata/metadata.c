@@ -524,9 +524,6 @@ static void
 build_leaf(CjLeaf *leaf, Oid relid, TupleDesc topdesc, bool *all_foreign)
 {
 	char		relkind = get_rel_relkind(relid);
-	CatCList   *attrs;
-	int			nsystem;
-	int			i;
 
 	leaf->relid = relid;
 	leaf->is_foreign = false;
@@ -566,14 +563,36 @@ build_leaf(CjLeaf *leaf, Oid relid, TupleDesc topdesc, bool *all_foreign)
 		p->is_replica = false;
 	}
 
+	leaf->natts = topdesc->natts;
+	leaf->remote_colnames = NULL;
+	leaf->topdesc = topdesc;
+	leaf->cxt = CurrentMemoryContext;
+}
+
+char	  **
+cj_leaf_colnames(CjLeaf *leaf)
+{
+	TupleDesc	topdesc = leaf->topdesc;
+	char		relkind;
+	CatCList   *attrs;
+	int			nsystem;
+	int			i;
+	MemoryContext oldcxt;
+	char	  **names;
+
+	if (leaf->remote_colnames != NULL)
+		return leaf->remote_colnames;
+
+	relkind = get_rel_relkind(leaf->relid);
+	oldcxt = MemoryContextSwitchTo(leaf->cxt);
+	names = palloc0(sizeof(char *) * Max(topdesc->natts, 1));
+
 	/*
 	 * Columns are matched by name: attnos of a leaf may differ from its
 	 * parent's.  One catalog list of the leaf's attributes answers every
 	 * column (a lookup per column was most of a cold session's planning).
 	 */
-	leaf->natts = topdesc->natts;
-	leaf->remote_colnames = palloc0(sizeof(char *) * Max(topdesc->natts, 1));
-	attrs = SearchSysCacheList1(ATTNUM, ObjectIdGetDatum(relid));
+	attrs = SearchSysCacheList1(ATTNUM, ObjectIdGetDatum(leaf->relid));
 	nsystem = 0;
 	while (nsystem < attrs->n_members &&
 		   ((Form_pg_attribute) GETSTRUCT(&attrs->members[nsystem]->tuple))->attnum <= 0)
@@ -613,9 +632,12 @@ build_leaf(CjLeaf *leaf, Oid relid, TupleDesc topdesc, bool *all_foreign)
 				remote = cj_option_value(untransformRelOptions(options),
 									  "column_name");
 		}
-		leaf->remote_colnames[i] = pstrdup(remote ? remote : name);
+		names[i] = pstrdup(remote ? remote : name);
 	}
 	ReleaseSysCacheList(attrs);
+	MemoryContextSwitchTo(oldcxt);
+	leaf->remote_colnames = names;
+	return names;
 }
 
 static int
@@ -818,6 +840,9 @@ build_table(Relation rel)
 								ALLOCSET_DEFAULT_SIZES);
 	MemoryContextCopyAndSetIdentifier(cxt, RelationGetRelationName(rel));
 	oldcxt = MemoryContextSwitchTo(cxt);
+
+	/* the leaves look their columns up later, after rel is closed */
+	topdesc = CreateTupleDescCopy(topdesc);
 
 	tc = palloc0(sizeof(CjTableCache));
 	tc->cxt = cxt;

@@ -16,6 +16,7 @@
 #ifndef COLOJOIN_METADATA_H
 #define COLOJOIN_METADATA_H
 
+#include "access/tupdesc.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 
@@ -49,11 +50,19 @@ typedef struct CjLeaf
 	 * Remote column name of each column of the sharded (top-level) table,
 	 * indexed by the top-level table's attno - 1; NULL for dropped columns.
 	 * Honours postgres_fdw's column_name option and attnos that differ
-	 * between parent and leaf.
+	 * between parent and leaf.  Read through cj_leaf_colnames: they are
+	 * looked up at the first use, since a pruned query reads one leaf of
+	 * many (looking up every leaf's columns was a third of a new session's
+	 * planning of a point lookup).
 	 */
 	int			natts;
-	char	  **remote_colnames;
+	char	  **remote_colnames;	/* NULL until cj_leaf_colnames */
+	TupleDesc	topdesc;		/* the sharded table's, for that lookup */
+	MemoryContext cxt;			/* the cached table's */
 } CjLeaf;
+
+/* leaf's remote column names, by the sharded table's attno - 1 */
+extern char **cj_leaf_colnames(CjLeaf *leaf);
 
 typedef struct CjClass
 {

@@ -124,7 +124,7 @@ cj_split_class_test(CjTable *t, CjLeaf *leaf, const char *helper, int modulus, i
 					 quote_literal_cstr(helper), modulus, remainder);
 	for (i = 0; i < t->partnatts; i++)
 		appendStringInfo(&buf, ", %s::%s",
-						 quote_identifier(leaf->remote_colnames[t->partattrs[i] - 1]),
+						 quote_identifier(cj_leaf_colnames(leaf)[t->partattrs[i] - 1]),
 						 format_type_extended(t->parttypid[i], t->parttypmod[i],
 											  FORMAT_TYPE_TYPEMOD_GIVEN |
 											  FORMAT_TYPE_FORCE_QUALIFY));
@@ -444,7 +444,7 @@ colojoin_split_shards(PG_FUNCTION_ARGS)
 		/* remote column names the old leaf had, the new one keeps */
 		for (i = 0; i < nl->from->leaf->natts; i++)
 		{
-			const char *remote = nl->from->leaf->remote_colnames[i];
+			const char *remote = cj_leaf_colnames(nl->from->leaf)[i];
 			char	   *local = get_attname(tab->relid, i + 1, true);
 
 			if (remote != NULL && local != NULL && strcmp(remote, local) != 0)

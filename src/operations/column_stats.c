@@ -87,11 +87,11 @@ static bool
 leaf_column(CjLeaf *leaf, AttrNumber top_attno, bool fetch, LeafColumn *lc)
 {
 	if (!leaf->is_foreign || top_attno < 1 || top_attno > leaf->natts ||
-		leaf->remote_colnames[top_attno - 1] == NULL)
+		cj_leaf_colnames(leaf)[top_attno - 1] == NULL)
 		return false;
 	lc->low = lc->high = NULL;
 	lc->type = InvalidOid;
-	if (!cj_leaf_column_stats(leaf->relid, leaf->remote_colnames[top_attno - 1],
+	if (!cj_leaf_column_stats(leaf->relid, cj_leaf_colnames(leaf)[top_attno - 1],
 							  fetch, &lc->rows, &lc->ndistinct, &lc->nullfrac,
 							  &lc->type, &lc->low, &lc->high))
 	{

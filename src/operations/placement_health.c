@@ -251,11 +251,11 @@ colojoin_repair_placement(PG_FUNCTION_ARGS)
 	rel = table_open(root, AccessShareLock);
 	for (i = 0; i < leaf->natts; i++)
 	{
-		if (leaf->remote_colnames[i] == NULL ||
+		if (cj_leaf_colnames(leaf)[i] == NULL ||
 			TupleDescAttr(RelationGetDescr(rel), i)->attgenerated != '\0')
 			continue;
 		appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "",
-						 cj_quote_ident(leaf->remote_colnames[i]));
+						 cj_quote_ident(cj_leaf_colnames(leaf)[i]));
 	}
 	table_close(rel, AccessShareLock);
 

@@ -220,8 +220,8 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 		{
 			const char *local = NameStr(TupleDescAttr(desc, i)->attname);
 
-			if (leaf->remote_colnames[i] == NULL ||
-				strcmp(local, leaf->remote_colnames[i]) == 0)
+			if (cj_leaf_colnames(leaf)[i] == NULL ||
+				strcmp(local, cj_leaf_colnames(leaf)[i]) == 0)
 				continue;
 			resetStringInfo(&sql);
 			appendStringInfo(&sql, "ALTER TABLE %s RENAME COLUMN %s TO %s",
@@ -234,14 +234,14 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 		{
 			const char *local = NameStr(TupleDescAttr(desc, i)->attname);
 
-			if (leaf->remote_colnames[i] == NULL ||
-				strcmp(local, leaf->remote_colnames[i]) == 0)
+			if (cj_leaf_colnames(leaf)[i] == NULL ||
+				strcmp(local, cj_leaf_colnames(leaf)[i]) == 0)
 				continue;
 			resetStringInfo(&sql);
 			appendStringInfo(&sql, "ALTER TABLE %s RENAME COLUMN %s TO %s",
 							 qualified,
 							 quote_identifier(psprintf("colojoin_rename_%d", i + 1)),
-							 quote_identifier(leaf->remote_colnames[i]));
+							 quote_identifier(cj_leaf_colnames(leaf)[i]));
 			cj_exec_command(dst, sql.data, context);
 		}
 		relation_close(rel, AccessShareLock);
@@ -269,11 +269,11 @@ copy_replica(Oid toprelid, CjLeaf *leaf, CjPlacement *primary,
 	desc = RelationGetDescr(rel);
 	for (i = 0; i < leaf->natts; i++)
 	{
-		if (leaf->remote_colnames[i] == NULL ||
+		if (cj_leaf_colnames(leaf)[i] == NULL ||
 			TupleDescAttr(desc, i)->attgenerated != '\0')
 			continue;
 		appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "",
-						 quote_identifier(leaf->remote_colnames[i]));
+						 quote_identifier(cj_leaf_colnames(leaf)[i]));
 	}
 	relation_close(rel, AccessShareLock);
 	resetStringInfo(&sql);

@@ -237,7 +237,7 @@ column_ndistinct(CjLeaf *leaf, AttrNumber attno, double tuples, double *nd)
 			return true;
 		}
 	}
-	return cj_leaf_remote_ndistinct(leaf->relid, leaf->remote_colnames[attno - 1], nd);
+	return cj_leaf_remote_ndistinct(leaf->relid, cj_leaf_colnames(leaf)[attno - 1], nd);
 }
 
 /*

@@ -251,7 +251,7 @@ append_leaf_select(StringInfo buf, CjBaseRel *br, CjLeaf *leaf,
 		if (att->attisdropped)
 			continue;
 		appendStringInfo(buf, "%s%s AS %s", firstcol ? "" : ", ",
-						 cj_quote_ident(leaf->remote_colnames[a]),
+						 cj_quote_ident(cj_leaf_colnames(leaf)[a]),
 						 cj_quote_ident(NameStr(att->attname)));
 		firstcol = false;
 	}
@@ -276,8 +276,8 @@ leaf_names_match(CjBaseRel *br, CjLeaf *leaf)
 
 		if (att->attisdropped)
 			continue;
-		if (a >= leaf->natts || leaf->remote_colnames[a] == NULL ||
-			strcmp(leaf->remote_colnames[a], NameStr(att->attname)) != 0)
+		if (a >= leaf->natts || cj_leaf_colnames(leaf)[a] == NULL ||
+			strcmp(cj_leaf_colnames(leaf)[a], NameStr(att->attname)) != 0)
 			match = false;
 	}
 	RelationClose(rel);
@@ -432,8 +432,8 @@ remote_type_declared(CjBaseRel *br, CjLeaf *leaf, AttrNumber attno)
 	Oid			remote;
 
 	return leaf->is_foreign && attno >= 1 && attno <= leaf->natts &&
-		leaf->remote_colnames[attno - 1] != NULL &&
-		cj_leaf_remote_type(leaf->relid, leaf->remote_colnames[attno - 1], &remote) &&
+		cj_leaf_colnames(leaf)[attno - 1] != NULL &&
+		cj_leaf_remote_type(leaf->relid, cj_leaf_colnames(leaf)[attno - 1], &remote) &&
 		remote == get_atttype(br->relid, attno);
 }
 

@@ -668,14 +668,23 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um,
 		PQsetNoticeReceiver(conn, notice_receiver, c);
 		c->conn = conn;
 		{
-			/* the session's settings, and which database this really is */
-			PGresult   *res = cj_exec_sql(c, CJ_SESSION_SETUP "; " CJ_NODE_IDENTITY_SQL,
+			/*
+			 * The session's settings, which database this really is, and
+			 * whether transactions left in doubt may wait there
+			 */
+			PGresult   *res = cj_exec_sql(c, psprintf("%s; %s, %s", CJ_SESSION_SETUP,
+												  CJ_NODE_IDENTITY_SQL,
+												  cj_twophase_pending_sql()),
 									   "session setup", true);
 
+			c->twophase_pending = true;
 			if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
-				PQntuples(res) == 1 && PQnfields(res) == 2)
+				PQntuples(res) == 1 && PQnfields(res) == 3)
+			{
 				cj_node_identity_learn(c->key.serverid, c->key.userid,
 									   PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+				c->twophase_pending = (strcmp(PQgetvalue(res, 0, 2), "f") != 0);
+			}
 			PQclear(res);
 		}
 	}
@@ -733,6 +742,7 @@ cj_connect_node(CjConnection *c, ForeignServer *server, UserMapping *um,
 
 	/* transactions left in doubt there are resolved at the next use */
 	if (!cj_opening_raw)
-		cj_twophase_resolve_once(conn, c->key.serverid, NameStr(c->node_name));
+		cj_twophase_resolve_once(conn, c->key.serverid, NameStr(c->node_name),
+								 c->twophase_pending);
 	return conn;
 }

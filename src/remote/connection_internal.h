@@ -99,6 +99,8 @@ struct CjConnection
 	char		gid[200];
 	/* the node's max_prepared_transactions, -1 until asked */
 	int			max_prepared;
+	/* at connect: the node may hold transactions this coordinator prepared */
+	bool		twophase_pending;
 
 	/* its share of the node's connection budget (conn_budget.c), 0: none */
 	int			budget_token;

@@ -586,8 +586,35 @@ cj_twophase_resolve(PGconn *conn, Oid serverid, const char *node, bool quiet,
 	return n;
 }
 
+const char *
+cj_twophase_pending_sql(void)
+{
+	static char *sql = NULL;
+
+	/*
+	 * Any database's transactions count (the view's filter would cost the
+	 * planning this saves); one of another database only costs the listing.
+	 */
+	if (sql == NULL)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfoString(&buf,
+							   "CASE WHEN pg_catalog.has_function_privilege('pg_catalog.pg_prepared_xact()', 'EXECUTE') "
+							   "THEN EXISTS (SELECT FROM pg_catalog.pg_prepared_xact() x "
+							   "WHERE pg_catalog.starts_with(x.gid, ");
+		cj_append_literal(&buf, gid_prefix());
+		appendStringInfoString(&buf, ")) ELSE true END");
+		sql = MemoryContextStrdup(TopMemoryContext, buf.data);
+		pfree(buf.data);
+	}
+	return sql;
+}
+
 void
-cj_twophase_resolve_once(PGconn *conn, Oid serverid, const char *node)
+cj_twophase_resolve_once(PGconn *conn, Oid serverid, const char *node,
+						 bool pending)
 {
 	MemoryContext old;
 	MemoryContext ctx = CurrentMemoryContext;
@@ -598,6 +625,8 @@ cj_twophase_resolve_once(PGconn *conn, Oid serverid, const char *node)
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	resolved_servers = lappend_oid(resolved_servers, serverid);
 	MemoryContextSwitchTo(old);
+	if (!pending)
+		return;
 
 	/* a failure here must not fail the query that opened the connection */
 	PG_TRY();

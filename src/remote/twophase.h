@@ -65,9 +65,19 @@ extern List *cj_twophase_servers(void);
  * cj_twophase_resolve_once: cj_twophase_resolve at the first connection
  * of this backend to serverid (and again after a commit there failed), so
  * that transactions left in doubt are resolved at the next use of a node.
+ * pending is what cj_twophase_pending_sql said on that connection: when it
+ * saw nothing this coordinator prepared, there is nothing to list.
  */
 extern void cj_twophase_resolve_once(PGconn *conn, Oid serverid,
-									 const char *node);
+									 const char *node, bool pending);
+
+/*
+ * cj_twophase_pending_sql: a boolean expression, true when the node may
+ * hold a transaction this coordinator prepared (or cannot tell); it rides
+ * along with the session setup, which spares a new session's first query
+ * a round trip and the view's planning on every node it touches.
+ */
+extern const char *cj_twophase_pending_sql(void);
 
 /* a COMMIT PREPARED on serverid failed: check it again at the next connection */
 extern void cj_twophase_recheck(Oid serverid);

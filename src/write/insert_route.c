@@ -384,7 +384,7 @@ append_columns(StringInfo buf, CjRouter *r, CjLeaf *leaf, bool all)
 		}
 		else
 			appendStringInfo(buf, "%s%s", first ? "" : ", ",
-							 cj_quote_ident(leaf->remote_colnames[i]));
+							 cj_quote_ident(cj_leaf_colnames(leaf)[i]));
 		first = false;
 	}
 	if (!all)

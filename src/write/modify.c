@@ -153,10 +153,10 @@ write_var_name(Var *var, void *arg)
 	if (wd->excluded_rti != 0 && var->varno == wd->excluded_rti)
 	{
 		if (var->varattno > wd->excluded_leaf->natts ||
-			wd->excluded_leaf->remote_colnames[var->varattno - 1] == NULL)
+			cj_leaf_colnames(wd->excluded_leaf)[var->varattno - 1] == NULL)
 			return NULL;
 		return psprintf("excluded.%s",
-						cj_quote_ident(wd->excluded_leaf->remote_colnames[var->varattno - 1]));
+						cj_quote_ident(cj_leaf_colnames(wd->excluded_leaf)[var->varattno - 1]));
 	}
 	foreach(lc, wd->rels)
 	{
@@ -165,10 +165,10 @@ write_var_name(Var *var, void *arg)
 		if (wr->rti != var->varno)
 			continue;
 		if (wr->leaf == NULL || var->varattno > wr->leaf->natts ||
-			wr->leaf->remote_colnames[var->varattno - 1] == NULL)
+			cj_leaf_colnames(wr->leaf)[var->varattno - 1] == NULL)
 			return NULL;
 		return psprintf("r%u.%s", wr->rti,
-						cj_quote_ident(wr->leaf->remote_colnames[var->varattno - 1]));
+						cj_quote_ident(cj_leaf_colnames(wr->leaf)[var->varattno - 1]));
 	}
 	return NULL;
 }
@@ -704,7 +704,7 @@ plan_update_delete(Query *parse, const char *query_string, int cursorOptions,
 						TargetEntry *te = (TargetEntry *) lfirst(lc2);
 
 						appendStringInfo(&sql, "%s%s = ", first ? "" : ", ",
-										 cj_quote_ident(leaf->remote_colnames[te->resno - 1]));
+										 cj_quote_ident(cj_leaf_colnames(leaf)[te->resno - 1]));
 						cj_deparse_expr(&sql, te->expr, &dctx);
 						first = false;
 					}
@@ -861,7 +861,7 @@ conflict_clauses(Query *parse, CjTable *t, List **result, CjDeparseContext *dctx
 				Var		   *v = (Var *) ((InferenceElem *) lfirst(lc))->expr;
 
 				appendStringInfo(&sql, "%s%s", first ? " (" : ", ",
-								 cj_quote_ident(leaf->remote_colnames[v->varattno - 1]));
+								 cj_quote_ident(cj_leaf_colnames(leaf)[v->varattno - 1]));
 				first = false;
 			}
 			if (!first)
@@ -884,7 +884,7 @@ conflict_clauses(Query *parse, CjTable *t, List **result, CjDeparseContext *dctx
 					if (te->resjunk)
 						continue;
 					appendStringInfo(&sql, "%s%s = ", first ? "" : ", ",
-									 cj_quote_ident(leaf->remote_colnames[te->resno - 1]));
+									 cj_quote_ident(cj_leaf_colnames(leaf)[te->resno - 1]));
 					cj_deparse_expr(&sql, te->expr, dctx);
 					first = false;
 				}
@@ -902,7 +902,7 @@ conflict_clauses(Query *parse, CjTable *t, List **result, CjDeparseContext *dctx
 					Var		   *v = (Var *) ((InferenceElem *) lfirst(lc))->expr;
 
 					arbiter = lappend(arbiter,
-									  makeString(pstrdup(leaf->remote_colnames[v->varattno - 1])));
+									  makeString(pstrdup(cj_leaf_colnames(leaf)[v->varattno - 1])));
 				}
 				*result = lappend(*result,
 								  list_make5(makeInteger((int) leaf->relid),
@@ -1131,7 +1131,7 @@ pushed_insert(Query *parse, CjTable *t, Plan *sub, Relation rel, List *conflict,
 				if (att->attisdropped || att->attgenerated)
 					continue;
 				appendStringInfo(&sql, "%s%s", first ? "" : ", ",
-								 cj_quote_ident(leaf->remote_colnames[i]));
+								 cj_quote_ident(cj_leaf_colnames(leaf)[i]));
 				first = false;
 			}
 			appendStringInfoString(&sql, ") SELECT ");

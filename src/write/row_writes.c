@@ -218,8 +218,8 @@ remote_column(Relation rel, CjLeaf *leaf, Oid root, AttrNumber attno)
 	const char *name = NameStr(TupleDescAttr(RelationGetDescr(rel), attno - 1)->attname);
 	AttrNumber	top = get_attnum(root, name);
 
-	if (top > 0 && top <= leaf->natts && leaf->remote_colnames[top - 1] != NULL)
-		return leaf->remote_colnames[top - 1];
+	if (top > 0 && top <= leaf->natts && cj_leaf_colnames(leaf)[top - 1] != NULL)
+		return cj_leaf_colnames(leaf)[top - 1];
 	return name;
 }
 
