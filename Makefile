@@ -65,6 +65,7 @@ OBJS = \
 	src/plan/remote_sql.o \
 	src/plan/repartition_key.o \
 	src/plan/qual_placement.o \
+	src/plan/stage_move.o \
 	src/plan/upper.o \
 	src/plan/windows.o \
 	src/exec/executor.o \

@@ -130,7 +130,10 @@ cj_note_chosen(PlannerInfo *root, RelOptInfo *rel, CjJoinGroup *g,
 	if (g->rel != NULL)
 		relids = bms_copy(g->rel->relids);
 	foreach(lc, g->rels)
+	{
 		relids = bms_add_member(relids, ((CjBaseRel *) lfirst(lc))->rtindex);
+		relids = bms_add_members(relids, ((CjBaseRel *) lfirst(lc))->stage_relids);
+	}
 	foreach(lc, cj_attempts)
 	{
 		CjJoinAttempt *a = lfirst(lc);

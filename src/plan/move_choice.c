@@ -243,12 +243,16 @@ cj_moved_table_rows(PlannerInfo *root, CjBaseRel *br)
 		return br->preagg_rows;
 	if (br->in_subquery)
 		return br->subquery_rows;
+	if (br->stage != NULL)
+		return br->stage_rows;
 	return find_base_rel(root, br->rtindex)->rows;
 }
 
 static int
 moved_table_width(PlannerInfo *root, CjBaseRel *br)
 {
+	if (br->stage != NULL)
+		return br->stage_width;
 	return br->in_subquery ? br->subquery_width :
 		find_base_rel(root, br->rtindex)->reltarget->width;
 }

@@ -359,6 +359,68 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
  *		the table's rows go to the nodes of the group's classes and every
  *		class joins there.
  */
+/*
+ * try_stage
+ *		The join of group input arel with the rows of mrel, a join relation
+ *		colojoin runs as a colocated group of its own, moved into arel's
+ *		classes by a column the join equates with a key there (a stage,
+ *		stage_move.c), or NULL with the reasons.
+ */
+static CjJoinGroup *
+try_stage(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *arel,
+		  RelOptInfo *mrel, JoinType jointype, List *joinquals, int forced,
+		  List **reasons)
+{
+	CjJoinGroup *ag;
+	CjJoinGroup *sg = cj_group_of_rel(mrel);
+	CjJoinGroup *g;
+	CjBaseRel  *sb;
+	CjJoinTree *t;
+	CjJoinTree *leaf;
+
+	if (sg == NULL || !cj_stage_possible(sg, reasons))
+		return NULL;
+	ag = cj_group_for_rel(root, arel, reasons);
+	if (ag == NULL)
+		return NULL;
+	if (ag->rel->reloptkind == RELOPT_BASEREL &&
+		!cj_finish_group(root, ag, reasons))
+		return NULL;
+	if (((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE ||
+		ag->space == NULL || ag->space->ntables == 0)
+		return NULL;
+
+	sb = cj_make_stage_rel(root, mrel, sg);
+	if (!cj_stage_columns(sb, (Node *) list_make2(joinrel->reltarget->exprs,
+												  joinquals), reasons))
+		return NULL;
+	sb->move = cj_choose_stage_move(root, ag, sb, joinquals, forced, reasons);
+	if (sb->move == CJ_MOVE_NONE)
+		return NULL;
+	sb->move_name = cj_new_move_name(sb->rtindex);
+
+	g = palloc0(sizeof(CjJoinGroup));
+	g->rel = joinrel;
+	g->rels = lappend(cj_copy_rels(ag->rels), sb);
+	leaf = palloc0(sizeof(CjJoinTree));
+	leaf->is_base = true;
+	leaf->base = list_length(g->rels) - 1;
+	t = palloc0(sizeof(CjJoinTree));
+	t->jointype = jointype;
+	t->outer = ag->tree;
+	t->inner = leaf;
+	t->joinquals = joinquals;
+	g->tree = t;
+	if (!cj_finish_group(root, g, reasons) ||
+		!cj_check_target(g, joinrel, reasons))
+		return NULL;
+	g->move_text = ag->move_text ?
+		psprintf("%s; %s", ag->move_text,
+				 cj_stage_description(root, sb, linitial(g->rels))) :
+		cj_stage_description(root, sb, linitial(g->rels));
+	return g;
+}
+
 static CjJoinGroup *
 try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 					   RelOptInfo *outerrel, RelOptInfo *innerrel,
@@ -409,6 +471,24 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 
 		if (attempt == 1 && jointype != JOIN_INNER)
 			break;
+		if (mrel->reloptkind == RELOPT_JOINREL && jointype == JOIN_INNER &&
+			must_move == NULL && forced != CJ_MOVE_BROADCAST)
+		{
+			/* the other side's join, moved as a stage (stage_move.c) */
+			g = try_stage(root, joinrel, arel, mrel, jointype, joinquals,
+						  forced, reasons);
+			if (g != NULL)
+			{
+				double		moved = cj_moved_rows(root, g, llast(g->rels));
+
+				if (best == NULL || moved < best_moved)
+				{
+					best = g;
+					best_moved = moved;
+				}
+			}
+			continue;
+		}
 		if (mrel->reloptkind != RELOPT_BASEREL ||
 			(must_move != NULL && mrel != must_move))
 			continue;

@@ -91,6 +91,19 @@ typedef struct CjBaseRel
 	 */
 	bool		reference;			/* read so in this group */
 	bool		reference_capable;	/* the table is a reference table */
+
+	/*
+	 * A stage (stage_move.c): not a table but the rows of a colocated
+	 * group of other tables (the relations stage_relids), computed by its
+	 * tasks and moved (table NULL, relid invalid, rtindex the first of
+	 * stage_relids).  Its rows carry the columns stage_vars.
+	 */
+	struct CjJoinGroup *stage;
+	Relids		stage_relids;
+	List	   *stage_vars;		/* Var */
+	double		stage_rows;		/* the group's output */
+	double		stage_input_rows;	/* what its tasks read */
+	int			stage_width;
 } CjBaseRel;
 
 /* a partial aggregate computed on a moved table's nodes before it moves */
@@ -357,6 +370,27 @@ extern bool cj_broadcast_allowed(CjBaseRel *br, RelOptInfo *rel,
 extern double cj_pre_aggregated_rows(PlannerInfo *root, CjJoinGroup *g,
 									 CjBaseRel *mb);
 
+
+/*
+ * stage_move.c: a colocated group's output moved into another group's
+ * classes (a stage): whether g can be one, its CjBaseRel, its columns,
+ * how it moves, and the COPY each of its nodes runs
+ */
+extern bool cj_stage_possible(CjJoinGroup *g, List **reasons);
+extern CjBaseRel *cj_make_stage_rel(PlannerInfo *root, RelOptInfo *mrel,
+									CjJoinGroup *sg);
+extern bool cj_rel_has_varno(CjBaseRel *br, Index varno);
+extern bool cj_stage_columns(CjBaseRel *sb, Node *exprs, List **reasons);
+extern char *cj_stage_column_name(Var *v);
+extern const char *cj_stage_var_name(CjBaseRel *sb, Var *var);
+extern int	cj_choose_stage_move(PlannerInfo *root, CjJoinGroup *ag,
+								 CjBaseRel *sb, List *joinquals, int forced,
+								 List **reasons);
+extern char *cj_stage_description(PlannerInfo *root, CjBaseRel *sb,
+								  CjBaseRel *anchor);
+extern char *cj_stage_source_sql(CjBaseRel *sb, Oid serverid,
+								 const char *class_sql, List *remainders);
+extern List *cj_stage_source_nodes(CjBaseRel *sb);
 
 /* plan_create.c: the CustomScan of a chosen path */
 extern Plan *cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel,

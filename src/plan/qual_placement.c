@@ -82,7 +82,9 @@ leaks_secured_rows(PlannerInfo *root, CjJoinGroup *g, Expr *q)
 	{
 		CjBaseRel  *br = lfirst(lc);
 
-		if (br->has_security_quals && bms_is_member(br->rtindex, relids))
+		if (br->has_security_quals &&
+			(bms_is_member(br->rtindex, relids) ||
+			 bms_overlap(br->stage_relids, relids)))
 			return true;
 	}
 	return false;
@@ -223,7 +225,7 @@ reads_tables(CjJoinGroup *g, List *exprs, Bitmapset *tables)
 		ListCell   *lr;
 
 		foreach(lr, g->rels)
-			if (((CjBaseRel *) lfirst(lr))->rtindex == v->varno &&
+			if (cj_rel_has_varno((CjBaseRel *) lfirst(lr), v->varno) &&
 				bms_is_member(foreach_current_index(lr), tables))
 				return true;
 	}

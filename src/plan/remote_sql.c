@@ -44,7 +44,7 @@ base_index_for_varno(CjJoinGroup *g, Index varno)
 
 	foreach(lc, g->rels)
 	{
-		if (((CjBaseRel *) lfirst(lc))->rtindex == varno)
+		if (cj_rel_has_varno((CjBaseRel *) lfirst(lc), varno))
 			return foreach_current_index(lc);
 	}
 	return -1;
@@ -78,6 +78,8 @@ name_var(Var *var, void *arg)
 				 br->alias);
 		return psprintf("NULL::%s", cj_type_name(var->vartype, var->vartypmod));
 	}
+	if (br->stage != NULL)
+		return var->varattno > 0 ? cj_stage_var_name(br, var) : NULL;
 	if (var->varattno == 0)
 		return whole_row(br);
 	return psprintf("r%u.%s", br->rtindex,
@@ -402,6 +404,10 @@ moved_columns(CjBaseRel *br, const char *qualifier)
 	ListCell   *lc;
 
 	initStringInfo(&buf);
+	foreach(lc, br->stage_vars)
+		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "",
+						 qualifier ? qualifier : "",
+						 cj_stage_column_name(lfirst(lc)));
 	foreach(lc, br->move_attnos)
 		appendStringInfo(&buf, "%s%s%s", buf.len ? ", " : "",
 						 qualifier ? qualifier : "",
@@ -418,7 +424,7 @@ moved_columns(CjBaseRel *br, const char *qualifier)
 static bool
 moves_columns(CjBaseRel *br)
 {
-	return br->move_attnos != NIL || br->preagg != NIL;
+	return br->move_attnos != NIL || br->preagg != NIL || br->stage_vars != NIL;
 }
 
 /*
@@ -726,6 +732,36 @@ append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 }
 
 /*
+ * hash_class_sql
+ *		The class of the value keysql (br's move_key, as the source names
+ *		it) under the anchor's hash partitioning: the remainder of a
+ *		one-column hash partition key, that is the support function h with
+ *		the partitioning seed, plus the constant C that hash_combine64 adds
+ *		to an initial 0, as unsigned 64-bit integers (wrapping), modulo the
+ *		modulus m.  In int8 arithmetic (numeric cost five times as much per
+ *		row): h % m, made non-negative, plus C % m, less 2^64 % m when h + C
+ *		wrapped (h < 0 and h >= -C) and plus it when h < 0 alone (h read as
+ *		unsigned is h + 2^64): a wrap cancels the unsigned reading, so only
+ *		h < -C adds 2^64 % m.
+ */
+static char *
+hash_class_sql(CjBaseRel *br, const char *keysql)
+{
+	uint64		m = (uint64) br->move_modulus;
+	char	   *hash = psprintf("pg_catalog.%s((%s)::%s, 8816678312871386365::pg_catalog.int8)",
+								cj_quote_ident(get_func_name(br->move_hashfn)),
+								keysql,
+								cj_type_name(hash_arg_type(br->move_hashfn), -1));
+
+	return psprintf("(((%s %% " INT64_FORMAT "::pg_catalog.int8) + CASE WHEN %s < -5305509591434766563::pg_catalog.int8"
+					" THEN " INT64_FORMAT "::pg_catalog.int8 ELSE " INT64_FORMAT "::pg_catalog.int8 END + "
+					INT64_FORMAT "::pg_catalog.int8) %% " INT64_FORMAT "::pg_catalog.int8)::pg_catalog.int4",
+					hash, (int64) m, hash,
+					(int64) ((PG_UINT64_MAX % m + 1) % m + m), (int64) m,
+					(int64) (UINT64CONST(5305509591434766563) % m), (int64) m);
+}
+
+/*
  * source_copy_sql
  *		COPY (...) TO STDOUT reading the moved columns of leaves on one node,
  *		filtered by the table's own conditions; for repartitioning also the
@@ -775,33 +811,10 @@ source_copy_sql(CjBaseRel *br, List *leaves, Oid serverid, List *remainders,
 	}
 	else if (br->move == CJ_MOVE_REPARTITION)
 	{
-		uint64		m = (uint64) br->move_modulus;
-		char	   *hash = psprintf("pg_catalog.%s((%s)::%s, 8816678312871386365::pg_catalog.int8)",
-									cj_quote_ident(get_func_name(br->move_hashfn)),
-									quals_text(list_make1(br->move_key), sc),
-									cj_type_name(hash_arg_type(br->move_hashfn), -1));
-
 		if (moves_columns(br))
 			appendStringInfoString(&sel, ",");
-
-		/*
-		 * The remainder of a one-column hash partition key: the support
-		 * function h with the partitioning seed, plus the constant C that
-		 * hash_combine64 adds to an initial 0, as unsigned 64-bit integers
-		 * (wrapping), modulo the modulus m.  In int8 arithmetic (numeric
-		 * cost five times as much per row): h % m, made non-negative, plus
-		 * C % m, less 2^64 % m when h + C wrapped (h < 0 and h >= -C) and
-		 * plus it when h < 0 alone (h read as unsigned is h + 2^64): a
-		 * wrap cancels the unsigned reading, so only h < -C adds 2^64 % m.
-		 */
-		appendStringInfo(&sel,
-						 " (((%s %% " INT64_FORMAT "::pg_catalog.int8) + CASE WHEN %s < -5305509591434766563::pg_catalog.int8"
-						 " THEN " INT64_FORMAT "::pg_catalog.int8 ELSE " INT64_FORMAT "::pg_catalog.int8 END + "
-						 INT64_FORMAT "::pg_catalog.int8) %% " INT64_FORMAT "::pg_catalog.int8)::pg_catalog.int4"
-						 " AS colojoin_class",
-						 hash, (int64) m, hash,
-						 (int64) ((PG_UINT64_MAX % m + 1) % m + m), (int64) m,
-						 (int64) (UINT64CONST(5305509591434766563) % m), (int64) m);
+		appendStringInfo(&sel, " %s AS colojoin_class",
+						 hash_class_sql(br, quals_text(list_make1(br->move_key), sc)));
 	}
 	appendStringInfoString(&sel, " FROM (");
 	foreach(lc, leaves)
@@ -890,6 +903,26 @@ local_select_sql(CjBaseRel *br, CjSqlContext *sc)
 	return buf.data;
 }
 
+/* COLLATE of a moved column whose collation is not the default */
+static void
+append_collation(StringInfo buf, Oid collid)
+{
+	HeapTuple	tup;
+
+	if (!OidIsValid(collid) || collid == DEFAULT_COLLATION_OID)
+		return;
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_collation coll = (Form_pg_collation) GETSTRUCT(tup);
+
+		appendStringInfo(buf, " COLLATE %s.%s",
+						 cj_quote_ident(get_namespace_name(coll->collnamespace)),
+						 cj_quote_ident(NameStr(coll->collname)));
+		ReleaseSysCache(tup);
+	}
+}
+
 static List *
 make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 		  List *all_remainders, bool binary, CjSqlContext *sc)
@@ -902,6 +935,14 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 
 	initStringInfo(&create);
 	appendStringInfo(&create, "CREATE TEMP TABLE %s (", name);
+	foreach(lc, br->stage_vars)
+	{
+		Var		   *v = lfirst(lc);
+
+		appendStringInfo(&create, "%s%s %s", lc == list_head(br->stage_vars) ? "" : ", ",
+						 cj_stage_column_name(v), cj_type_name(v->vartype, v->vartypmod));
+		append_collation(&create, v->varcollid);
+	}
 	foreach(lc, br->move_attnos)
 	{
 		Oid			typid;
@@ -912,20 +953,7 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 		appendStringInfo(&create, "%s%s %s", lc == list_head(br->move_attnos) ? "" : ", ",
 						 cj_quote_ident(get_attname(br->relid, lfirst_int(lc), false)),
 						 cj_type_name(typid, typmod));
-		if (OidIsValid(collid) && collid != DEFAULT_COLLATION_OID)
-		{
-			HeapTuple	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
-
-			if (HeapTupleIsValid(tup))
-			{
-				Form_pg_collation coll = (Form_pg_collation) GETSTRUCT(tup);
-
-				appendStringInfo(&create, " COLLATE %s.%s",
-								 cj_quote_ident(get_namespace_name(coll->collnamespace)),
-								 cj_quote_ident(NameStr(coll->collname)));
-				ReleaseSysCache(tup);
-			}
-		}
+		append_collation(&create, collid);
 	}
 	foreach(lc, br->preagg)
 	{
@@ -945,9 +973,22 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 	appendStringInfoString(&create, ") ON COMMIT DROP");
 
 	/* a table that is not sharded: read here, by the coordinator */
-	if (br->table == NULL)
+	if (br->table == NULL && br->stage == NULL)
 		sources = list_make1(list_make2(makeInteger((int) InvalidOid),
 										makeString(local_select_sql(br, sc))));
+
+	/* a stage: its tasks on each of its nodes, routed by its key column */
+	if (br->stage != NULL)
+	{
+		char	   *class_sql = hash_class_sql(br, cj_stage_column_name((Var *) br->move_key));
+
+		foreach(lc, cj_stage_source_nodes(br))
+			sources = lappend(sources,
+							  list_make2(makeInteger((int) lfirst_oid(lc)),
+										 makeString(cj_stage_source_sql(br, lfirst_oid(lc), class_sql,
+																		list_length(all_remainders) < br->move_modulus ?
+																		all_remainders : NIL))));
+	}
 
 	/* read each leaf where it is: on dest when it is there, else its primary */
 	foreach(lc, leaves)
@@ -1049,8 +1090,8 @@ table_moves(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br,
 		for (l = 0; l < br->table->classes[k].nleaves; l++)
 			if (br->leaf_live[k][l])
 				all_leaves = lappend(all_leaves, &br->table->classes[k].leaves[l]);
-	/* one format for all of the table's moves, decided once */
-	binary = move_in_binary(br, all_leaves);
+	/* one format for all of the table's moves, decided once (a stage's: text) */
+	binary = br->stage == NULL && move_in_binary(br, all_leaves);
 	foreach(lc, g->tasks)
 		if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
 			nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);

@@ -39,7 +39,15 @@ cj_group_input_rows(PlannerInfo *root, CjJoinGroup *g)
 	ListCell   *lc;
 
 	foreach(lc, g->rels)
-		rows += find_base_rel(root, ((CjBaseRel *) lfirst(lc))->rtindex)->rows;
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		/* a stage's tasks read their tables, then the next group its rows */
+		if (br->stage != NULL)
+			rows += br->stage_input_rows + br->stage_rows;
+		else
+			rows += find_base_rel(root, br->rtindex)->rows;
+	}
 	return rows;
 }
 

@@ -820,6 +820,8 @@ class QGen(fuzz_shapes.Shapes):
         # and PreAggregate hints
         self.prng = random.Random(world.seed * 7 + 6)
         self.dual_share = 0.1
+        # and multi-joins whose broadcasts are off (multi-stage plans)
+        self.srng = random.Random(world.seed * 7 + 11)
         # the shapes of fuzz_shapes, each a stream of its own
         self.shapes = [('table-aggs', random.Random(world.seed * 7 + 8), 0.1, self.gen_table_aggs),
                        ('multi-joins', random.Random(world.seed * 7 + 9), 0.1, self.gen_multi),

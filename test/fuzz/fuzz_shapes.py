@@ -32,6 +32,8 @@ FEATURES = {
     'table-aggs': 'aggregates over one sharded table (GROUP BY the key, other columns or both, HAVING, '
                   'DISTINCT, ORDER BY ... LIMIT / WITH TIES, windows over its rows and over its groups)',
     'multi-joins': 'three or four tables joined on different keys and columns (moves), with aggregates above',
+    'stages': 'some of those joins with broadcasts off, so that a join\'s rows move as a whole into the classes '
+              'of the next (multi-stage plans)',
     'subqueries': 'IN over GROUP BY ... HAVING, EXISTS over SELECT DISTINCT, WITH queries and derived tables '
                   'joined inner/left/right, grouped by the key, the key and a column or other columns, '
                   'with LIMIT, conditions on their aggregates outside, correlated and scalar subqueries',
@@ -372,6 +374,9 @@ class Shapes:
             small = [it for it in q.items[1:] if it['table']['N'] <= 150 and it['jt'] in ('INNER', 'LEFT')]
             if small:
                 q.hint = (rng.choice(small)['alias'], 'lead')
+        # a stream of its own: the seed's other queries stay the same ones
+        if 'stages' in self.f and self.srng.random() < 0.3:
+            q.gucs = q.gucs + [('colojoin.enable_broadcast', 'off')]
         return q
 
     # -- 3. subqueries ----------------------------------------------------------

@@ -1,0 +1,170 @@
+--
+-- stages: multi-stage plans.  The output of a colocated group (orders
+-- JOIN lineitem, read where they are) moves as a whole into the classes of
+-- the next join: each node runs its part of the group, and every joined
+-- row (only the columns the query reads above it, after the group's own
+-- conditions) is routed by the hash of the column the next join equates
+-- with a key there (o_custkey to customer's classes).  With broadcasts off,
+-- nothing else runs customer JOIN orders JOIN lineitem on the nodes.  Every
+-- query is compared with the same one over plain local tables holding the
+-- same rows (NULL keys, empty partitions, pruned classes, quoted mixed-case
+-- names, the same column name in two tables).
+--
+\set prefix cj_st
+\i sql/include/three_nodes_begin.sql
+SET colojoin.remote_size_lifetime = 0;
+
+CREATE SCHEMA cj_st_s;
+CREATE SCHEMA cj_st_l;
+SET search_path = cj_st_s, public;
+
+-- orders and lineitem colocated (hash 6); customer hash 4 and "Cust Omer"
+-- hash 5 (quoted, mixed case) placed otherwise; nation a reference table
+CREATE TABLE orders (o_orderkey int, o_custkey int, o_status text, note text) PARTITION BY HASH (o_orderkey);
+SELECT colojoin.create_shards('orders', ARRAY[:'srv1', :'srv2', :'srv3'], 6);
+CREATE TABLE lineitem (l_orderkey int, l_qty int, l_price numeric(10,2), note text) PARTITION BY HASH (l_orderkey);
+SELECT colojoin.create_shards('lineitem', NULL, colocate_with => 'orders');
+CREATE TABLE customer (c_custkey int, c_segment text, c_nation int) PARTITION BY HASH (c_custkey);
+SELECT colojoin.create_shards('customer', ARRAY[:'srv2', :'srv3', :'srv1'], 4);
+CREATE TABLE "Cust Omer" ("Cust Key" bigint, "Seg" text) PARTITION BY HASH ("Cust Key");
+SELECT colojoin.create_shards('"Cust Omer"', ARRAY[:'srv3', :'srv1', :'srv2'], 5);
+CREATE TABLE nation (n_nationkey int, n_name text) PARTITION BY HASH (n_nationkey);
+SELECT colojoin.create_reference_table('nation', ARRAY[:'srv1', :'srv2', :'srv3']);
+
+CREATE TABLE cj_st_l.orders (o_orderkey int, o_custkey int, o_status text, note text);
+CREATE TABLE cj_st_l.lineitem (l_orderkey int, l_qty int, l_price numeric(10,2), note text);
+CREATE TABLE cj_st_l.customer (c_custkey int, c_segment text, c_nation int);
+CREATE TABLE cj_st_l."Cust Omer" ("Cust Key" bigint, "Seg" text);
+CREATE TABLE cj_st_l.nation (n_nationkey int, n_name text);
+-- o_custkey: NULL now and then, and keys 500.. that no customer has
+INSERT INTO cj_st_l.orders
+SELECT g, CASE WHEN g % 17 = 0 THEN NULL WHEN g % 41 = 0 THEN 500 + g ELSE g % 90 END,
+	   (ARRAY['F', 'O', 'P'])[g % 3 + 1], 'order ' || g
+FROM generate_series(1, 1200) g;
+INSERT INTO cj_st_l.lineitem
+SELECT CASE WHEN g % 101 = 0 THEN NULL ELSE g / 4 END, g % 13, (g % 997) / 10.0, 'line ' || g
+FROM generate_series(1, 4800) g;
+-- customers 0..59 only: classes of customer hold rows 60..89 of no one
+INSERT INTO cj_st_l.customer SELECT g, (ARRAY['AUTO', 'BUILD', 'MACH'])[g % 3 + 1], g % 4 FROM generate_series(0, 59) g;
+INSERT INTO cj_st_l."Cust Omer" SELECT g, 'S' || (g % 2) FROM generate_series(1, 4) g;
+INSERT INTO cj_st_l.nation VALUES (0, 'FRANCE'), (1, 'PERU'), (2, 'JAPAN'), (3, 'KENYA');
+INSERT INTO orders SELECT * FROM cj_st_l.orders;
+INSERT INTO lineitem SELECT * FROM cj_st_l.lineitem;
+INSERT INTO customer SELECT * FROM cj_st_l.customer;
+INSERT INTO "Cust Omer" SELECT * FROM cj_st_l."Cust Omer";
+INSERT INTO nation SELECT * FROM cj_st_l.nation;
+ANALYZE orders, lineitem, customer, "Cust Omer", nation;
+ANALYZE cj_st_l.orders, cj_st_l.lineitem, cj_st_l.customer, cj_st_l."Cust Omer", cj_st_l.nation;
+
+-- "Cust Omer" has empty partitions
+SELECT count(*) FILTER (WHERE n = 0) > 0 AS cust_omer_has_empty_partitions
+FROM (SELECT (SELECT count(*) FROM "Cust Omer_p0") AS n UNION ALL SELECT (SELECT count(*) FROM "Cust Omer_p1")
+	  UNION ALL SELECT (SELECT count(*) FROM "Cust Omer_p2") UNION ALL SELECT (SELECT count(*) FROM "Cust Omer_p3")
+	  UNION ALL SELECT (SELECT count(*) FROM "Cust Omer_p4")) s;
+
+-- explain(query): its EXPLAIN (COSTS OFF, VERBOSE), the temporary tables'
+-- serial numbers (which count the planner's attempts) left out
+CREATE FUNCTION cj_st_l.explain(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		RETURN NEXT regexp_replace(line, 'colojoin_move_[0-9]+_', 'colojoin_move_N_', 'g');
+	END LOOP;
+END
+$$;
+
+-- check(query): the same rows in both schemas, how many, and the plan:
+--   one scan: <strategy>        one ColocatedJoin runs the whole join
+--   PostgreSQL                  no ColocatedJoin
+--   PostgreSQL over: <s> | ...  PostgreSQL joins what ColocatedJoin scans return
+CREATE FUNCTION cj_st_l.check(query text, OUT same boolean, OUT nrows int, OUT plan text)
+LANGUAGE plpgsql AS $$
+DECLARE
+	line text;
+	scans int := 0;
+	pg_joins int := 0;
+	strategies text[] := '{}';
+	s text[];
+BEGIN
+	PERFORM set_config('search_path', 'cj_st_s, public', true);
+	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
+		IF line ~ 'Custom Scan \(ColocatedJoin\)' THEN
+			scans := scans + 1;
+		ELSIF line ~ '(Nested Loop|Hash Join|Merge Join|Hash Right|Hash Left|Hash Full|Hash Anti|Hash Semi|Merge Left|Merge Right|Merge Full|Merge Anti|Merge Semi|SubPlan)' THEN
+			pg_joins := pg_joins + 1;
+		END IF;
+		IF line ~ 'Strategy:' THEN
+			strategies := strategies || regexp_replace(line, '^\s*Strategy: ', '');
+		END IF;
+	END LOOP;
+	plan := CASE WHEN scans = 0 THEN 'PostgreSQL'
+				 WHEN scans = 1 AND pg_joins = 0 THEN 'one scan: ' || strategies[1]
+				 ELSE 'PostgreSQL over: ' || array_to_string(strategies, ' | ') END;
+	s := rows_of(query, 'cj_st_s');
+	same := s = rows_of(query, 'cj_st_l');
+	nrows := cardinality(s);
+	PERFORM set_config('search_path', 'public', true);
+END
+$$;
+
+-- nothing may be broadcast: customer JOIN (orders JOIN lineitem) runs on
+-- the nodes only as a stage
+SET colojoin.enable_broadcast = off;
+SELECT label, (cj_st_l.check(q)).* FROM (VALUES
+	('grouped by customer columns',
+	 'SELECT c_segment, count(*), sum(l_qty), sum(l_price) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1'),
+	('customer written last, rows',
+	 'SELECT c_custkey, o_orderkey, l_qty FROM orders JOIN lineitem ON l_orderkey = o_orderkey JOIN customer ON c_custkey = o_custkey WHERE l_qty = 3'),
+	('conditions on the stage''s tables and on customer',
+	 'SELECT c_custkey, c_segment, o_status, l_price FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey WHERE o_status <> ''P'' AND l_price > 50 AND c_segment <> ''AUTO'''),
+	('a condition across the two sides',
+	 'SELECT c_custkey, o_orderkey, l_qty FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey WHERE l_qty > c_nation * 3'),
+	('the same column name in two of the stage''s tables',
+	 'SELECT c_custkey, orders.note, lineitem.note FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey WHERE l_qty = 7'),
+	('pruned classes of customer',
+	 'SELECT c_custkey, count(*) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey WHERE c_custkey IN (3, 14, 59) GROUP BY 1'),
+	('NULL and unmatched keys never meet',
+	 'SELECT count(*), count(o_custkey) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey'),
+	('quoted names, bigint key equated with an int column',
+	 'SELECT "Seg", count(*), sum(l_qty) FROM "Cust Omer" JOIN orders ON "Cust Key" = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1'),
+	('a reference table joined to the stage''s target',
+	 'SELECT n_name, count(*) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey JOIN nation ON n_nationkey = c_nation GROUP BY 1'),
+	('grouped by the key of the classes the stage moved to',
+	 'SELECT c_custkey, sum(l_qty), count(DISTINCT o_orderkey) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1'),
+	('ordered and limited',
+	 'SELECT c_custkey, o_orderkey, l_price FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey ORDER BY l_price DESC, o_orderkey, c_custkey LIMIT 7'),
+	-- declined: the group would be kept by the outer join
+	('customer LEFT JOIN the group',
+	 'SELECT c_custkey, count(l_qty) FROM customer LEFT JOIN (orders JOIN lineitem ON l_orderkey = o_orderkey) ON c_custkey = o_custkey GROUP BY 1')
+) v(label, q);
+
+-- what EXPLAIN shows of a stage
+SELECT cj_st_l.explain($$
+SELECT c_segment, count(*), sum(l_qty)
+FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey
+GROUP BY 1$$);
+
+-- a stage's rows carry only the columns read above it (here o_custkey and
+-- l_qty)
+SELECT line FROM cj_st_l.explain($$
+SELECT c_custkey, l_qty FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey
+WHERE o_status = 'F' AND l_qty > 10$$) AS line WHERE line ~ 'Strategy|Moves|Remote SQL';
+
+-- with redistribution off too, the stage is not tried
+SET colojoin.enable_redistribution = off;
+SELECT (cj_st_l.check('SELECT c_segment, count(*) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1')).*;
+RESET colojoin.enable_redistribution;
+RESET colojoin.enable_broadcast;
+
+-- no temporary table of a move is left on the nodes
+SELECT n, (SELECT count(*) FROM dblink(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
+		'SELECT relname FROM pg_class WHERE relname LIKE ''colojoin_move%''') AS t(relname name)) AS leftover_moves
+FROM (VALUES (1, :'node1_port'), (2, :'node2_port'), (3, :'node3_port')) v(n, p);
+
+-- clean up
+RESET search_path;
+SET client_min_messages = warning;
+DROP SCHEMA cj_st_s CASCADE;
+DROP SCHEMA cj_st_l CASCADE;
+\i sql/include/three_nodes_end.sql
