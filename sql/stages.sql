@@ -36,16 +36,18 @@ CREATE TABLE cj_st_l.lineitem (l_orderkey int, l_qty int, l_price numeric(10,2),
 CREATE TABLE cj_st_l.customer (c_custkey int, c_segment text, c_nation int);
 CREATE TABLE cj_st_l."Cust Omer" ("Cust Key" bigint, "Seg" text);
 CREATE TABLE cj_st_l.nation (n_nationkey int, n_name text);
--- o_custkey: NULL now and then, and keys 500.. that no customer has
+-- o_custkey: NULL now and then, and keys 50000.. that no customer has
 INSERT INTO cj_st_l.orders
-SELECT g, CASE WHEN g % 17 = 0 THEN NULL WHEN g % 41 = 0 THEN 500 + g ELSE g % 90 END,
+SELECT g, CASE WHEN g % 17 = 0 THEN NULL WHEN g % 41 = 0 THEN 50000 + g ELSE g % 90 END,
 	   (ARRAY['F', 'O', 'P'])[g % 3 + 1], 'order ' || g
 FROM generate_series(1, 1200) g;
 INSERT INTO cj_st_l.lineitem
 SELECT CASE WHEN g % 101 = 0 THEN NULL ELSE g / 4 END, g % 13, (g % 997) / 10.0, 'line ' || g
 FROM generate_series(1, 4800) g;
--- customers 0..59 only: classes of customer hold rows 60..89 of no one
-INSERT INTO cj_st_l.customer SELECT g, (ARRAY['AUTO', 'BUILD', 'MACH'])[g % 3 + 1], g % 4 FROM generate_series(0, 59) g;
+-- customer is large (so that PostgreSQL's join would fetch all of it),
+-- and has no customer 60..89 that orders name
+INSERT INTO cj_st_l.customer SELECT g, (ARRAY['AUTO', 'BUILD', 'MACH'])[g % 3 + 1], g % 4
+FROM generate_series(0, 40000) g WHERE g NOT BETWEEN 60 AND 89;
 INSERT INTO cj_st_l."Cust Omer" SELECT g, 'S' || (g % 2) FROM generate_series(1, 4) g;
 INSERT INTO cj_st_l.nation VALUES (0, 'FRANCE'), (1, 'PERU'), (2, 'JAPAN'), (3, 'KENYA');
 INSERT INTO orders SELECT * FROM cj_st_l.orders;
@@ -109,7 +111,7 @@ END
 $$;
 
 -- nothing may be broadcast: customer JOIN (orders JOIN lineitem) runs on
--- the nodes only as a stage
+-- the nodes only as a stage, cheaper than fetching customer
 SET colojoin.enable_broadcast = off;
 SELECT label, (cj_st_l.check(q)).* FROM (VALUES
 	('grouped by customer columns',
@@ -155,6 +157,10 @@ WHERE o_status = 'F' AND l_qty > 10$$) AS line WHERE line ~ 'Strategy|Moves|Remo
 SET colojoin.enable_redistribution = off;
 SELECT (cj_st_l.check('SELECT c_segment, count(*) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1')).*;
 RESET colojoin.enable_redistribution;
+-- nor with colojoin.enable_stages off
+SET colojoin.enable_stages = off;
+SELECT (cj_st_l.check('SELECT c_segment, count(*) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1')).*;
+RESET colojoin.enable_stages;
 RESET colojoin.enable_broadcast;
 
 -- no temporary table of a move is left on the nodes

@@ -79,6 +79,13 @@ define_settings(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_stages",
+							 "Enables joins that move the rows of a colocated join into the classes of the next one.",
+							 "Needs colojoin.enable_redistribution too.",
+							 &colojoin_enable_stages,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("colojoin.enable_broadcast",
 							 "Enables joins that copy a small side to every node of the other.",
 							 NULL,

@@ -389,7 +389,8 @@ extern int	cj_choose_stage_move(PlannerInfo *root, CjJoinGroup *ag,
 extern char *cj_stage_description(PlannerInfo *root, CjBaseRel *sb,
 								  CjBaseRel *anchor);
 extern char *cj_stage_source_sql(CjBaseRel *sb, Oid serverid,
-								 const char *class_sql, List *remainders);
+								 const char *class_sql, List *remainders,
+								 bool binary);
 extern List *cj_stage_source_nodes(CjBaseRel *sb);
 
 /* plan_create.c: the CustomScan of a chosen path */

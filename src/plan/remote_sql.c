@@ -454,6 +454,8 @@ remote_type_declared(CjBaseRel *br, CjLeaf *leaf, AttrNumber attno)
  *		Binary spares the destination parsing numbers and dates, most of
  *		what a move costs it.
  */
+static bool stage_in_binary(CjBaseRel *sb);
+
 static bool
 move_in_binary(CjBaseRel *br, List *leaves)
 {
@@ -462,6 +464,8 @@ move_in_binary(CjBaseRel *br, List *leaves)
 	Bitmapset  *agg_attnos = NULL;
 	int			a = -1;
 
+	if (colojoin_binary_moves && br->stage != NULL)
+		return stage_in_binary(br);
 	if (!colojoin_binary_moves || br->table == NULL)
 		return false;
 	foreach(lc, br->move_attnos)
@@ -762,6 +766,48 @@ hash_class_sql(CjBaseRel *br, const char *keysql)
 }
 
 /*
+ * stage_in_binary
+ *		Whether a stage's rows can travel in binary: every column of a type
+ *		whose binary form means the same on every node, read from a table
+ *		whose every live leaf has that very type on its node (its tasks
+ *		send the node's own values, which text would convert).
+ */
+static bool
+stage_in_binary(CjBaseRel *sb)
+{
+	ListCell   *lc;
+
+	foreach(lc, sb->stage_vars)
+	{
+		Var		   *v = lfirst(lc);
+		ListCell   *lr;
+		bool		found = false;
+
+		if (!cj_type_travels_binary(v->vartype))
+			return false;
+		foreach(lr, sb->stage->rels)
+		{
+			CjBaseRel  *br = lfirst(lr);
+			int			k,
+						l;
+
+			if (br->rtindex != v->varno || br->table == NULL)
+				continue;
+			found = true;
+			for (k = 0; k < br->table->nclasses; k++)
+				for (l = 0; l < br->table->classes[k].nleaves; l++)
+					if (br->leaf_live[k][l] &&
+						!remote_type_declared(br, &br->table->classes[k].leaves[l],
+											  v->varattno))
+						return false;
+		}
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/*
  * source_copy_sql
  *		COPY (...) TO STDOUT reading the moved columns of leaves on one node,
  *		filtered by the table's own conditions; for repartitioning also the
@@ -987,7 +1033,8 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 							  list_make2(makeInteger((int) lfirst_oid(lc)),
 										 makeString(cj_stage_source_sql(br, lfirst_oid(lc), class_sql,
 																		list_length(all_remainders) < br->move_modulus ?
-																		all_remainders : NIL))));
+																		all_remainders : NIL,
+																		binary))));
 	}
 
 	/* read each leaf where it is: on dest when it is there, else its primary */
@@ -1090,8 +1137,8 @@ table_moves(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br,
 		for (l = 0; l < br->table->classes[k].nleaves; l++)
 			if (br->leaf_live[k][l])
 				all_leaves = lappend(all_leaves, &br->table->classes[k].leaves[l]);
-	/* one format for all of the table's moves, decided once (a stage's: text) */
-	binary = br->stage == NULL && move_in_binary(br, all_leaves);
+	/* one format for all of the table's moves, decided once */
+	binary = move_in_binary(br, all_leaves);
 	foreach(lc, g->tasks)
 		if (!list_member_oid(nodes, ((CjTask *) lfirst(lc))->serverid))
 			nodes = lappend_oid(nodes, ((CjTask *) lfirst(lc))->serverid);

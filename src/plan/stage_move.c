@@ -45,7 +45,7 @@ cj_stage_possible(CjJoinGroup *g, List **reasons)
 {
 	ListCell   *lc;
 
-	if (!colojoin_enable_redistribution)
+	if (!colojoin_enable_redistribution || !colojoin_enable_stages)
 		return false;
 	if (g->local_quals != NIL)
 	{
@@ -276,11 +276,13 @@ cj_stage_description(PlannerInfo *root, CjBaseRel *sb, CjBaseRel *anchor)
  *		it holds), their rows under the stage's column names, and the class
  *		class_sql (over those names) computes, keeping the rows of
  *		remainders (every class when NIL) whose key is not NULL (an inner
- *		join: a NULL equals nothing).
+ *		join: a NULL equals nothing), in binary when binary.  One COPY
+ *		per node, its classes one after the other: a COPY per task, run on
+ *		more connections of the node, was slower (bench/README.md).
  */
 char *
 cj_stage_source_sql(CjBaseRel *sb, Oid serverid, const char *class_sql,
-					List *remainders)
+					List *remainders, bool binary)
 {
 	CjJoinGroup *sg = sb->stage;
 	StringInfoData tasks;
@@ -322,6 +324,8 @@ cj_stage_source_sql(CjBaseRel *sb, Oid serverid, const char *class_sql,
 		appendStringInfoString(&buf, "}'::pg_catalog.int4[])");
 	}
 	appendStringInfoString(&buf, ") TO STDOUT");
+	if (binary)
+		appendStringInfoString(&buf, " (FORMAT binary)");
 	return buf.data;
 }
 
