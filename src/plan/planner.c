@@ -360,6 +360,37 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
  *		class joins there.
  */
 /*
+ * group_with_moved
+ *		The group of joinrel: ag's tables and join tree, joined with mb (a
+ *		table or a stage that moves into ag's classes) as its inner side,
+ *		finished; NULL with the reasons when it cannot run so.
+ */
+static CjJoinGroup *
+group_with_moved(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *ag,
+				 CjBaseRel *mb, JoinType jointype, List *joinquals,
+				 List *otherquals, List **reasons)
+{
+	CjJoinGroup *g = palloc0(sizeof(CjJoinGroup));
+	CjJoinTree *leaf = palloc0(sizeof(CjJoinTree));
+	CjJoinTree *t = palloc0(sizeof(CjJoinTree));
+
+	g->rel = joinrel;
+	g->rels = lappend(cj_copy_rels(ag->rels), mb);
+	leaf->is_base = true;
+	leaf->base = list_length(g->rels) - 1;
+	t->jointype = jointype;
+	t->outer = ag->tree;
+	t->inner = leaf;
+	t->joinquals = joinquals;
+	t->otherquals = otherquals;
+	g->tree = t;
+	if (!cj_finish_group(root, g, reasons) ||
+		!cj_check_target(g, joinrel, reasons))
+		return NULL;
+	return g;
+}
+
+/*
  * try_stage
  *		The join of group input arel with the rows of mrel, a join relation
  *		colojoin runs as a colocated group of its own, moved into arel's
@@ -375,8 +406,6 @@ try_stage(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *arel,
 	CjJoinGroup *sg = cj_group_of_rel(mrel);
 	CjJoinGroup *g;
 	CjBaseRel  *sb;
-	CjJoinTree *t;
-	CjJoinTree *leaf;
 
 	if (sg == NULL || !cj_stage_possible(sg, reasons))
 		return NULL;
@@ -399,20 +428,9 @@ try_stage(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *arel,
 		return NULL;
 	sb->move_name = cj_new_move_name(sb->rtindex);
 
-	g = palloc0(sizeof(CjJoinGroup));
-	g->rel = joinrel;
-	g->rels = lappend(cj_copy_rels(ag->rels), sb);
-	leaf = palloc0(sizeof(CjJoinTree));
-	leaf->is_base = true;
-	leaf->base = list_length(g->rels) - 1;
-	t = palloc0(sizeof(CjJoinTree));
-	t->jointype = jointype;
-	t->outer = ag->tree;
-	t->inner = leaf;
-	t->joinquals = joinquals;
-	g->tree = t;
-	if (!cj_finish_group(root, g, reasons) ||
-		!cj_check_target(g, joinrel, reasons))
+	g = group_with_moved(root, joinrel, ag, sb, jointype, joinquals, NIL,
+						 reasons);
+	if (g == NULL)
 		return NULL;
 	g->move_text = ag->move_text ?
 		psprintf("%s; %s", ag->move_text,
@@ -466,8 +484,6 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		CjJoinGroup *ag;
 		CjJoinGroup *g;
 		CjBaseRel  *mb;
-		CjJoinTree *t;
-		CjJoinTree *leaf;
 
 		if (attempt == 1 && jointype != JOIN_INNER)
 			break;
@@ -519,21 +535,9 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 			continue;
 		mb->move_name = cj_new_move_name(mb->rtindex);
 
-		g = palloc0(sizeof(CjJoinGroup));
-		g->rel = joinrel;
-		g->rels = lappend(cj_copy_rels(ag->rels), mb);
-		leaf = palloc0(sizeof(CjJoinTree));
-		leaf->is_base = true;
-		leaf->base = list_length(g->rels) - 1;
-		t = palloc0(sizeof(CjJoinTree));
-		t->jointype = jointype;
-		t->outer = ag->tree;
-		t->inner = leaf;
-		t->joinquals = joinquals;
-		t->otherquals = otherquals;
-		g->tree = t;
-		if (!cj_finish_group(root, g, reasons) ||
-			!cj_check_target(g, joinrel, reasons))
+		g = group_with_moved(root, joinrel, ag, mb, jointype, joinquals,
+							 otherquals, reasons);
+		if (g == NULL)
 			continue;
 		g->move_text = ag->move_text ?
 			psprintf("%s; %s", ag->move_text, cj_move_description(mb, linitial(g->rels))) :
