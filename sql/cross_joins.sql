@@ -59,52 +59,10 @@ SELECT count(*) FILTER (WHERE n = 0) > 0 AS tiny_has_empty_partitions
 FROM (SELECT (SELECT count(*) FROM tiny_p0) AS n UNION ALL SELECT (SELECT count(*) FROM tiny_p1)
 	  UNION ALL SELECT (SELECT count(*) FROM tiny_p2) UNION ALL SELECT (SELECT count(*) FROM tiny_p3)) s;
 
--- explain(query): its EXPLAIN (COSTS OFF), the temporary tables' serial
--- numbers (which count the planner's attempts) left out
-CREATE FUNCTION cj_cross_l.explain(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		RETURN NEXT regexp_replace(line, 'colojoin_move_[0-9]+_', 'colojoin_move_N_', 'g');
-	END LOOP;
-END
-$$;
-
--- check(query): the same rows in both schemas, how many, and the plan:
---   one scan: <strategy>        one ColocatedJoin runs the whole join
---   PostgreSQL                  no ColocatedJoin
---   PostgreSQL over: <s> | ...  PostgreSQL joins what ColocatedJoin scans return
+-- check(query) in these schemas (sql/include/plan_check.sql)
+\i sql/include/plan_check.sql
 CREATE FUNCTION cj_cross_l.check(query text, OUT same boolean, OUT nrows int, OUT plan text)
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-	scans int := 0;
-	pg_joins int := 0;
-	strategies text[] := '{}';
-	s text[];
-BEGIN
-	PERFORM set_config('search_path', 'cj_cross_s, public', true);
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		IF line ~ 'Custom Scan \(ColocatedJoin\)' THEN
-			scans := scans + 1;
-		ELSIF line ~ '(Nested Loop|Hash Join|Merge Join|Hash Right|Hash Left|Hash Full|Hash Anti|Hash Semi|Merge Left|Merge Right|Merge Full|Merge Anti|Merge Semi|SubPlan)' THEN
-			pg_joins := pg_joins + 1;
-		END IF;
-		IF line ~ 'Strategy:' THEN
-			strategies := strategies || regexp_replace(line, '^\s*Strategy: ', '');
-		END IF;
-	END LOOP;
-	plan := CASE WHEN scans = 0 THEN 'PostgreSQL'
-				 WHEN scans = 1 AND pg_joins = 0 THEN 'one scan: ' || strategies[1]
-				 ELSE 'PostgreSQL over: ' || array_to_string(strategies, ' | ') END;
-	s := rows_of(query, 'cj_cross_s');
-	-- over the plain tables a hint would be ignored anyway: a comment there
-	same := s = rows_of(replace(query, '/*+', '/* '), 'cj_cross_l');
-	nrows := cardinality(s);
-	PERFORM set_config('search_path', 'public', true);
-END
-$$;
+LANGUAGE sql AS $$ SELECT * FROM public.plan_check(query, 'cj_cross_s', 'cj_cross_l') $$;
 
 -- the smaller side is broadcast to the other's nodes, colocated or not
 SELECT label, (cj_cross_l.check(q)).* FROM (VALUES
@@ -169,7 +127,7 @@ SELECT (cj_cross_l.check('SELECT "Fact"."Key", f2.k FROM "Fact" CROSS JOIN f2'))
 RESET colojoin.enable_broadcast;
 
 -- the whole join in one scan, as EXPLAIN shows it
-SELECT cj_cross_l.explain('SELECT "Fact"."Key", other.k FROM "Fact" JOIN other ON "Fact".x BETWEEN other.lo AND other.hi');
+SELECT plan_explain('SELECT "Fact"."Key", other.k FROM "Fact" JOIN other ON "Fact".x BETWEEN other.lo AND other.hi');
 
 -- prepared statements, generic plans: a parameter on the side that stays
 -- travels with the task; one on the side that would move cannot (COPY takes
@@ -215,4 +173,5 @@ RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA cj_cross_s CASCADE;
 DROP SCHEMA cj_cross_l CASCADE;
+DROP FUNCTION public.plan_check(text, text, text), public.plan_explain(text);
 \i sql/include/three_nodes_end.sql

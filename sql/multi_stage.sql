@@ -81,51 +81,10 @@ FROM (SELECT (SELECT count(*) FROM returns_p0) AS n UNION ALL SELECT (SELECT cou
 	  UNION ALL SELECT (SELECT count(*) FROM returns_p2) UNION ALL SELECT (SELECT count(*) FROM returns_p3)
 	  UNION ALL SELECT (SELECT count(*) FROM returns_p4) UNION ALL SELECT (SELECT count(*) FROM returns_p5)) s;
 
--- explain(query): its EXPLAIN (COSTS OFF), the temporary tables' serial
--- numbers (which count the planner's attempts) left out
-CREATE FUNCTION cj_ms_l.explain(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		RETURN NEXT regexp_replace(line, 'colojoin_move_[0-9]+_', 'colojoin_move_N_', 'g');
-	END LOOP;
-END
-$$;
-
--- check(query): the same rows in both schemas, how many, and the plan:
---   one scan: <strategy>        one ColocatedJoin runs the whole join
---   PostgreSQL                  no ColocatedJoin
---   PostgreSQL over: <s> | ...  PostgreSQL joins what ColocatedJoin scans return
+-- check(query) in these schemas (sql/include/plan_check.sql)
+\i sql/include/plan_check.sql
 CREATE FUNCTION cj_ms_l.check(query text, OUT same boolean, OUT nrows int, OUT plan text)
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-	scans int := 0;
-	pg_joins int := 0;
-	strategies text[] := '{}';
-	s text[];
-BEGIN
-	PERFORM set_config('search_path', 'cj_ms_s, public', true);
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		IF line ~ 'Custom Scan \(ColocatedJoin\)' THEN
-			scans := scans + 1;
-		ELSIF line ~ '(Nested Loop|Hash Join|Merge Join|Hash Right|Hash Left|Hash Full|Hash Anti|Hash Semi|Merge Left|Merge Right|Merge Full|Merge Anti|Merge Semi|SubPlan)' THEN
-			pg_joins := pg_joins + 1;
-		END IF;
-		IF line ~ 'Strategy:' THEN
-			strategies := strategies || regexp_replace(line, '^\s*Strategy: ', '');
-		END IF;
-	END LOOP;
-	plan := CASE WHEN scans = 0 THEN 'PostgreSQL'
-				 WHEN scans = 1 AND pg_joins = 0 THEN 'one scan: ' || strategies[1]
-				 ELSE 'PostgreSQL over: ' || array_to_string(strategies, ' | ') END;
-	s := rows_of(query, 'cj_ms_s');
-	same := s = rows_of(query, 'cj_ms_l');
-	nrows := cardinality(s);
-	PERFORM set_config('search_path', 'public', true);
-END
-$$;
+LANGUAGE sql AS $$ SELECT * FROM public.plan_check(query, 'cj_ms_s', 'cj_ms_l') $$;
 
 -- one, two and three moves into the colocated group
 SELECT label, (cj_ms_l.check(q)).* FROM (VALUES
@@ -212,7 +171,7 @@ RESET colojoin.enable_redistribution;
 RESET colojoin.broadcast_threshold;
 
 -- two moves in a row, as EXPLAIN shows them: one scan
-SELECT cj_ms_l.explain($$
+SELECT plan_explain($$
 SELECT o_status, "Mode", s_nation, count(*)
 FROM orders JOIN lineitem ON o_orderkey = l_orderkey
 	 JOIN "Ship Ments" ON "Order Key" = o_orderkey
@@ -229,4 +188,5 @@ RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA cj_ms_s CASCADE;
 DROP SCHEMA cj_ms_l CASCADE;
+DROP FUNCTION public.plan_check(text, text, text), public.plan_explain(text);
 \i sql/include/three_nodes_end.sql

@@ -64,51 +64,10 @@ FROM (SELECT (SELECT count(*) FROM "Cust Omer_p0") AS n UNION ALL SELECT (SELECT
 	  UNION ALL SELECT (SELECT count(*) FROM "Cust Omer_p2") UNION ALL SELECT (SELECT count(*) FROM "Cust Omer_p3")
 	  UNION ALL SELECT (SELECT count(*) FROM "Cust Omer_p4")) s;
 
--- explain(query): its EXPLAIN (COSTS OFF, VERBOSE), the temporary tables'
--- serial numbers (which count the planner's attempts) left out
-CREATE FUNCTION cj_st_l.explain(query text) RETURNS SETOF text LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-BEGIN
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		RETURN NEXT regexp_replace(line, 'colojoin_move_[0-9]+_', 'colojoin_move_N_', 'g');
-	END LOOP;
-END
-$$;
-
--- check(query): the same rows in both schemas, how many, and the plan:
---   one scan: <strategy>        one ColocatedJoin runs the whole join
---   PostgreSQL                  no ColocatedJoin
---   PostgreSQL over: <s> | ...  PostgreSQL joins what ColocatedJoin scans return
+-- check(query) in these schemas (sql/include/plan_check.sql)
+\i sql/include/plan_check.sql
 CREATE FUNCTION cj_st_l.check(query text, OUT same boolean, OUT nrows int, OUT plan text)
-LANGUAGE plpgsql AS $$
-DECLARE
-	line text;
-	scans int := 0;
-	pg_joins int := 0;
-	strategies text[] := '{}';
-	s text[];
-BEGIN
-	PERFORM set_config('search_path', 'cj_st_s, public', true);
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		IF line ~ 'Custom Scan \(ColocatedJoin\)' THEN
-			scans := scans + 1;
-		ELSIF line ~ '(Nested Loop|Hash Join|Merge Join|Hash Right|Hash Left|Hash Full|Hash Anti|Hash Semi|Merge Left|Merge Right|Merge Full|Merge Anti|Merge Semi|SubPlan)' THEN
-			pg_joins := pg_joins + 1;
-		END IF;
-		IF line ~ 'Strategy:' THEN
-			strategies := strategies || regexp_replace(line, '^\s*Strategy: ', '');
-		END IF;
-	END LOOP;
-	plan := CASE WHEN scans = 0 THEN 'PostgreSQL'
-				 WHEN scans = 1 AND pg_joins = 0 THEN 'one scan: ' || strategies[1]
-				 ELSE 'PostgreSQL over: ' || array_to_string(strategies, ' | ') END;
-	s := rows_of(query, 'cj_st_s');
-	same := s = rows_of(query, 'cj_st_l');
-	nrows := cardinality(s);
-	PERFORM set_config('search_path', 'public', true);
-END
-$$;
+LANGUAGE sql AS $$ SELECT * FROM public.plan_check(query, 'cj_st_s', 'cj_st_l') $$;
 
 -- nothing may be broadcast: customer JOIN (orders JOIN lineitem) runs on
 -- the nodes only as a stage, cheaper than fetching customer
@@ -142,14 +101,14 @@ SELECT label, (cj_st_l.check(q)).* FROM (VALUES
 ) v(label, q);
 
 -- what EXPLAIN shows of a stage
-SELECT cj_st_l.explain($$
+SELECT plan_explain($$
 SELECT c_segment, count(*), sum(l_qty)
 FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey
 GROUP BY 1$$);
 
 -- a stage's rows carry only the columns read above it (here o_custkey and
 -- l_qty)
-SELECT line FROM cj_st_l.explain($$
+SELECT line FROM plan_explain($$
 SELECT c_custkey, l_qty FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey
 WHERE o_status = 'F' AND l_qty > 10$$) AS line WHERE line ~ 'Strategy|Moves|Remote SQL';
 
@@ -173,4 +132,5 @@ RESET search_path;
 SET client_min_messages = warning;
 DROP SCHEMA cj_st_s CASCADE;
 DROP SCHEMA cj_st_l CASCADE;
+DROP FUNCTION public.plan_check(text, text, text), public.plan_explain(text);
 \i sql/include/three_nodes_end.sql
