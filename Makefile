@@ -63,6 +63,7 @@ OBJS = \
 	src/plan/planner.o \
 	src/plan/pre_aggregate.o \
 	src/plan/remote_sql.o \
+	src/plan/move_sql.o \
 	src/plan/repartition_key.o \
 	src/plan/qual_placement.o \
 	src/plan/stage_move.o \

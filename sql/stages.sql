@@ -122,6 +122,95 @@ SELECT (cj_st_l.check('SELECT c_segment, count(*) FROM customer JOIN orders ON c
 RESET colojoin.enable_stages;
 RESET colojoin.enable_broadcast;
 
+-- Stages of groups that move rows themselves.  shipment (hash 4 on its
+-- item, placed otherwise) and item (colocated with it) share no key with
+-- orders: orders JOIN shipment runs in orders' classes with shipment
+-- repartitioned by sh_orderkey, and that group's rows move on, by
+-- o_custkey, to customer's classes (shipment's move is made first, one
+-- level down).  item JOIN shipment moves as a stage into orders' classes,
+-- and that group again into customer's: three levels.
+CREATE TABLE shipment (sh_orderkey int, sh_item int, sh_qty int) PARTITION BY HASH (sh_item);
+SELECT colojoin.create_shards('shipment', ARRAY[:'srv3', :'srv2', :'srv1'], 4);
+CREATE TABLE item (i_item int, i_kind text) PARTITION BY HASH (i_item);
+SELECT colojoin.create_shards('item', NULL, colocate_with => 'shipment');
+CREATE TABLE cj_st_l.shipment (sh_orderkey int, sh_item int, sh_qty int);
+CREATE TABLE cj_st_l.item (i_item int, i_kind text);
+-- sh_orderkey: NULL now and then, and orders 1201.. that do not exist
+INSERT INTO cj_st_l.shipment
+SELECT CASE WHEN g % 23 = 0 THEN NULL ELSE g % 1300 END, g % 700, g % 9 FROM generate_series(1, 6000) g;
+INSERT INTO cj_st_l.item SELECT g, (ARRAY['bolt', 'nut', 'gear', 'cog'])[g % 4 + 1] FROM generate_series(0, 650) g;
+INSERT INTO shipment SELECT * FROM cj_st_l.shipment;
+INSERT INTO item SELECT * FROM cj_st_l.item;
+ANALYZE shipment, item, cj_st_l.shipment, cj_st_l.item;
+
+SET colojoin.enable_broadcast = off;
+-- what the costs choose first, then with PostgreSQL's own joins off (on the
+-- coordinator: each level's plan on the nodes is then the only cheap one)
+SELECT label, (cj_st_l.check(q)).* FROM (VALUES
+	('a moved table in the stage, rows, conditions on every table',
+	 'SELECT c_custkey, o_orderkey, sh_item, sh_qty FROM customer JOIN orders ON c_custkey = o_custkey JOIN shipment ON sh_orderkey = o_orderkey WHERE sh_qty > 6 AND o_status <> ''O'' AND c_segment <> ''BUILD'''),
+	('three levels: item and shipment, then orders, then customer',
+	 'SELECT i_kind, c_segment, count(*), sum(sh_qty) FROM item JOIN shipment ON sh_item = i_item JOIN orders ON o_orderkey = sh_orderkey JOIN customer ON c_custkey = o_custkey GROUP BY 1, 2')
+) v(label, q);
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+SELECT label, (cj_st_l.check(q)).* FROM (VALUES
+	('a moved table in the stage, grouped by customer columns',
+	 'SELECT c_segment, count(*), sum(sh_qty) FROM customer JOIN orders ON c_custkey = o_custkey JOIN shipment ON sh_orderkey = o_orderkey GROUP BY 1'),
+	('a moved table in the stage, rows, conditions on every table',
+	 'SELECT c_custkey, o_orderkey, sh_item, sh_qty FROM customer JOIN orders ON c_custkey = o_custkey JOIN shipment ON sh_orderkey = o_orderkey WHERE sh_qty > 6 AND o_status <> ''O'' AND c_segment <> ''BUILD'''),
+	('a moved table and lineitem in the stage',
+	 'SELECT c_nation, count(*), sum(l_qty * sh_qty) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey JOIN shipment ON sh_orderkey = o_orderkey WHERE l_qty < 4 GROUP BY 1'),
+	('three levels: item and shipment, then orders, then customer',
+	 'SELECT i_kind, c_segment, count(*), sum(sh_qty) FROM item JOIN shipment ON sh_item = i_item JOIN orders ON o_orderkey = sh_orderkey JOIN customer ON c_custkey = o_custkey GROUP BY 1, 2'),
+	('three levels, ordered and limited',
+	 'SELECT c_custkey, o_orderkey, i_item, sh_qty FROM item JOIN shipment ON sh_item = i_item JOIN orders ON o_orderkey = sh_orderkey JOIN customer ON c_custkey = o_custkey WHERE i_kind = ''gear'' ORDER BY sh_qty DESC, o_orderkey, i_item, c_custkey LIMIT 9')
+) v(label, q);
+
+-- a stage's rows grouped on their nodes before they move (the query
+-- aggregates over the whole join, partials of the stage's columns only),
+-- and an aggregate that reads the other side too, whose rows move ungrouped
+SELECT label, (cj_st_l.check(q)).* FROM (VALUES
+	('count, sum, min, max by a customer column',
+	 'SELECT c_segment, count(*), sum(l_qty), min(l_price), max(l_price) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1'),
+	('avg and bool_or by customer, HAVING',
+	 'SELECT c_custkey, avg(l_price), bool_or(l_qty > 11) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1 HAVING count(*) > 20'),
+	('no GROUP BY, nothing matches',
+	 'SELECT count(*), sum(l_qty), max(o_status) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey WHERE l_price < 0'),
+	('an aggregate of both sides',
+	 'SELECT c_segment, sum(l_qty * c_nation), count(*) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1'),
+	('a moved table in the stage, grouped first',
+	 'SELECT c_nation, sum(sh_qty), count(*) FROM customer JOIN orders ON c_custkey = o_custkey JOIN shipment ON sh_orderkey = o_orderkey GROUP BY 1')
+) v(label, q);
+
+-- the moves of every level, deepest listed last
+SELECT line FROM plan_explain($$
+SELECT i_kind, c_segment, count(*) FROM item JOIN shipment ON sh_item = i_item JOIN orders ON o_orderkey = sh_orderkey
+JOIN customer ON c_custkey = o_custkey GROUP BY 1, 2$$) AS line WHERE line ~ 'Strategy|Moves';
+
+-- a grouped stage: its rows carry the key and the partial aggregates
+SELECT line FROM plan_explain($$
+SELECT c_segment, count(*), sum(l_qty) FROM customer JOIN orders ON c_custkey = o_custkey
+JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1$$) AS line WHERE line ~ 'Strategy|Moves|Remote SQL';
+
+-- one connection a node for the tasks: each level still has its own
+SET colojoin.max_connections_per_node = 1;
+SELECT (cj_st_l.check('SELECT i_kind, c_segment, count(*), sum(sh_qty) FROM item JOIN shipment ON sh_item = i_item JOIN orders ON o_orderkey = sh_orderkey JOIN customer ON c_custkey = o_custkey GROUP BY 1, 2')).*;
+RESET colojoin.max_connections_per_node;
+
+-- run twice in one transaction; and a correlated subquery (its parameter
+-- keeps its join from moving as a stage: PostgreSQL joins the scans)
+BEGIN;
+SELECT (cj_st_l.check('SELECT c_segment, count(*), sum(sh_qty) FROM customer JOIN orders ON c_custkey = o_custkey JOIN shipment ON sh_orderkey = o_orderkey GROUP BY 1')).same;
+SELECT (cj_st_l.check('SELECT c_segment, count(*), sum(sh_qty) FROM customer JOIN orders ON c_custkey = o_custkey JOIN shipment ON sh_orderkey = o_orderkey GROUP BY 1')).same;
+COMMIT;
+SELECT (cj_st_l.check('SELECT n_name, (SELECT count(*) FROM customer JOIN orders ON c_custkey = o_custkey JOIN shipment ON sh_orderkey = o_orderkey WHERE c_nation = n_nationkey AND sh_qty > n_nationkey) FROM nation')).*;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+RESET enable_nestloop;
+RESET colojoin.enable_broadcast;
+
 -- no temporary table of a move is left on the nodes
 SELECT n, (SELECT count(*) FROM dblink(format('host=127.0.0.1 port=%s dbname=colojoin_regress', p),
 		'SELECT relname FROM pg_class WHERE relname LIKE ''colojoin_move%''') AS t(relname name)) AS leftover_moves

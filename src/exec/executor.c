@@ -154,6 +154,7 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 			move->analyze_sql = strVal(list_nth(m, CJ_MOVE_ANALYZE));
 			move->binary = intVal(list_nth(m, CJ_MOVE_BINARY)) != 0;
 			move->classes = (List *) list_nth(m, CJ_MOVE_CLASSES);
+			move->level = intVal(list_nth(m, CJ_MOVE_LEVEL));
 		}
 	}
 
@@ -507,17 +508,31 @@ moves_reusable(CjScanState *st, Oid userid)
 	return true;
 }
 
-/* the connection slot holding the moved rows on serverid, or -1 */
+/* the connection slot holding the moved rows of level on serverid, or -1 */
 static int
-move_slot(CjScanState *st, Oid serverid)
+level_slot(CjScanState *st, int level, Oid serverid)
 {
 	int			i;
 
 	for (i = 0; i < st->nmoves; i++)
-		if (st->moves[i].created && st->moves[i].dest == serverid)
+		if (st->moves[i].created && st->moves[i].level == level &&
+			st->moves[i].dest == serverid)
 			return st->moves[i].dest_slot;
 	return -1;
 }
+
+/* the connection slot holding the rows the tasks read on serverid, or -1 */
+static int
+move_slot(CjScanState *st, Oid serverid)
+{
+	return level_slot(st, 0, serverid);
+}
+
+/* moved tables at least this large are analyzed before the tasks read them */
+#define CJ_MOVE_ANALYZE_ROWS	5000
+
+static void analyze_moves(CjScanState *st, CjMoveRun *runs, int *which,
+						  int nruns);
 
 /*
  * run_moves
@@ -526,16 +541,18 @@ move_slot(CjScanState *st, Oid serverid)
  *		live in the remote transaction: an error or a cancel rolls them back
  *		with it, and a coordinator that dies takes the node's session, and
  *		its temporary tables, along.  Rescans reuse them (moves_reusable).
+ *		A stage whose group moved rows itself (CJ_MOVE_LEVEL) reads them on
+ *		the node's connection holding them while its rows go into the
+ *		tables of the level above: a level's tables on a node sit on a
+ *		connection past the level above's, and levels fill deepest first.
  */
-/* moved tables at least this large are analyzed before the tasks read them */
-#define CJ_MOVE_ANALYZE_ROWS	5000
-
-static void analyze_moves(CjScanState *st, CjMoveRun *runs);
-
 static void
 run_moves(CjScanState *st, Oid userid)
 {
 	CjMoveRun  *runs = palloc0(sizeof(CjMoveRun) * Max(st->nmoves, 1));
+	int		   *which = palloc(sizeof(int) * Max(st->nmoves, 1));
+	int			maxlevel = 0;
+	int			level;
 	int			i;
 
 	if (cj_xact_has_dml())
@@ -545,52 +562,96 @@ run_moves(CjScanState *st, Oid userid)
 				 errdetail("The plan was made before the writes; moving rows reads the nodes through connections that do not see them."),
 				 errhint("Run the query again: plans made after the writes do not move rows.")));
 
-	/* every table first, on the slot the tasks on its node will run on */
 	for (i = 0; i < st->nmoves; i++)
-	{
-		CjExecMove *move = &st->moves[i];
-		CjMoveRun  *run = &runs[i];
-		ListCell   *lc;
-		int			j = 0;
+		maxlevel = Max(maxlevel, st->moves[i].level);
 
-		move->dest_slot = cj_first_free_slot(move->dest, userid, 0);
-		run->dest = move->dest;
-		run->dest_slot = move->dest_slot;
-		run->dest_conn = cj_get_connection(move->dest, userid, move->dest_slot);
-		run->context = psprintf("moving %s", move->label);
-		run->copy_in_sql = execution_names(st, move->copy_in_sql);
-		run->binary = move->binary;
-		foreach(lc, move->classes)
-			run->nclasses = Max(run->nclasses, intVal(lfirst(lc)) + 1);
-		if (move->classes != NIL)
+	/*
+	 * Every table first, level 0 on the slot the tasks on its node will run
+	 * on; a deeper level past the slot of the level above on that node.
+	 */
+	for (level = 0; level <= maxlevel; level++)
+		for (i = 0; i < st->nmoves; i++)
 		{
-			run->takes = palloc0(sizeof(bool) * run->nclasses);
+			CjExecMove *move = &st->moves[i];
+			CjMoveRun  *run = &runs[i];
+			ListCell   *lc;
+
+			if (move->level != level)
+				continue;
+			move->dest_slot = cj_first_free_slot(move->dest, userid,
+												 level == 0 ? 0 :
+												 level_slot(st, level - 1, move->dest) + 1);
+			run->dest = move->dest;
+			run->dest_slot = move->dest_slot;
+			run->dest_conn = cj_get_connection(move->dest, userid, move->dest_slot);
+			run->context = psprintf("moving %s", move->label);
+			run->copy_in_sql = execution_names(st, move->copy_in_sql);
+			run->binary = move->binary;
 			foreach(lc, move->classes)
-				run->takes[intVal(lfirst(lc))] = true;
+				run->nclasses = Max(run->nclasses, intVal(lfirst(lc)) + 1);
+			if (move->classes != NIL)
+			{
+				run->takes = palloc0(sizeof(bool) * run->nclasses);
+				foreach(lc, move->classes)
+					run->takes[intVal(lfirst(lc))] = true;
+			}
+			cj_conn_note_temp(run->dest_conn);
+			cj_exec_command(run->dest_conn,
+							psprintf("%s; %s", execution_names(st, move->drop_sql),
+									 execution_names(st, move->create_sql)),
+							run->context);
+			move->created = true;
+			move->xact_id = cj_conn_xact_id(move->dest, userid, move->dest_slot);
+			move->runs++;
 		}
-		cj_conn_note_temp(run->dest_conn);
-		cj_exec_command(run->dest_conn,
-						psprintf("%s; %s", execution_names(st, move->drop_sql),
-								 execution_names(st, move->create_sql)),
-						run->context);
-		move->created = true;
-		move->xact_id = cj_conn_xact_id(move->dest, userid, move->dest_slot);
-		move->runs++;
 
-		run->nsources = list_length(move->sources);
-		run->source_servers = palloc(sizeof(Oid) * Max(run->nsources, 1));
-		run->source_sql = palloc(sizeof(char *) * Max(run->nsources, 1));
-		foreach(lc, move->sources)
+	for (level = maxlevel; level >= 0; level--)
+	{
+		int			n = 0;
+
+		for (i = 0; i < st->nmoves; i++)
 		{
-			List	   *source = (List *) lfirst(lc);
+			CjExecMove *move = &st->moves[i];
+			CjMoveRun  *run = &runs[i];
+			ListCell   *lc;
+			int			j = 0;
 
-			run->source_servers[j] = (Oid) intVal(linitial(source));
-			run->source_sql[j] = strVal(lsecond(source));
-			j++;
+			if (move->level != level)
+				continue;
+			run->nsources = list_length(move->sources);
+			run->source_servers = palloc(sizeof(Oid) * Max(run->nsources, 1));
+			run->source_sql = palloc(sizeof(char *) * Max(run->nsources, 1));
+			run->source_slots = palloc(sizeof(int) * Max(run->nsources, 1));
+			foreach(lc, move->sources)
+			{
+				List	   *source = (List *) lfirst(lc);
+
+				run->source_servers[j] = (Oid) intVal(linitial(source));
+				run->source_sql[j] = execution_names(st, strVal(lsecond(source)));
+				/* a stage's source reads the level below where it is */
+				run->source_slots[j] =
+					list_length(source) > 2 && intVal(lthird(source)) != 0 ?
+					level_slot(st, level + 1, run->source_servers[j]) : -1;
+				j++;
+			}
+			which[n++] = i;
 		}
-	}
+		if (n == 0)
+			continue;
 
-	cj_move_streams_run(runs, st->nmoves, userid);
+		/* the runs of one level side by side, in one array */
+		{
+			CjMoveRun  *wave = palloc(sizeof(CjMoveRun) * n);
+
+			for (i = 0; i < n; i++)
+				wave[i] = runs[which[i]];
+			cj_move_streams_run(wave, n, userid);
+			for (i = 0; i < n; i++)
+				runs[which[i]] = wave[i];
+			pfree(wave);
+		}
+		analyze_moves(st, runs, which, n);
+	}
 
 	for (i = 0; i < st->nmoves; i++)
 	{
@@ -598,8 +659,8 @@ run_moves(CjScanState *st, Oid userid)
 		st->moves[i].rows = runs[i].rows;
 		st->moves[i].seconds = runs[i].seconds;
 	}
-	analyze_moves(st, runs);
 	pfree(runs);
+	pfree(which);
 	st->moves_ready = true;
 }
 
@@ -611,19 +672,22 @@ run_moves(CjScanState *st, Oid userid)
  *		each).  Below a few thousand rows any plan is quick.  Every
  *		destination analyzes at once (one command string per connection, a
  *		connection holding several tables): one after another they would
- *		add up, each node idle while the others work.
+ *		add up, each node idle while the others work.  which: the moves
+ *		(indexes of st->moves and runs) just filled.
  */
 static void
-analyze_moves(CjScanState *st, CjMoveRun *runs)
+analyze_moves(CjScanState *st, CjMoveRun *runs, int *which, int nruns)
 {
-	CjConnection **conns = palloc0(sizeof(CjConnection *) * Max(st->nmoves, 1));
-	StringInfoData *sql = palloc0(sizeof(StringInfoData) * Max(st->nmoves, 1));
+	CjConnection **conns = palloc0(sizeof(CjConnection *) * Max(nruns, 1));
+	StringInfoData *sql = palloc0(sizeof(StringInfoData) * Max(nruns, 1));
 	int			nconns = 0;
-	int			i;
+	int			w;
 	int			c;
 
-	for (i = 0; i < st->nmoves; i++)
+	for (w = 0; w < nruns; w++)
 	{
+		int			i = which[w];
+
 		if (runs[i].rows < CJ_MOVE_ANALYZE_ROWS)
 			continue;
 		for (c = 0; c < nconns && conns[c] != runs[i].dest_conn; c++)

@@ -54,6 +54,7 @@ typedef struct CjExecMove
 	char	   *label;
 	bool		binary;			/* its COPYs are binary (CJ_MOVE_BINARY) */
 	List	   *classes;		/* CJ_MOVE_CLASSES */
+	int			level;			/* CJ_MOVE_LEVEL: deeper levels fill first */
 	bool		created;		/* to drop at the end */
 	int			dest_slot;		/* connection slot holding the table */
 	uint64		xact_id;		/* its remote transaction (cj_conn_xact_id) */

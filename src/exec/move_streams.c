@@ -74,6 +74,7 @@ typedef struct Stream
 	const char *sql;			/* COPY ... TO STDOUT */
 	CjConnection *conn;			/* while it runs */
 	int			slot;			/* conn's slot */
+	int			fixed_slot;		/* the slot it must run on, or -1 */
 	bool		readable;		/* its socket said so */
 	bool		more;			/* rows wait in libpq's buffer */
 	bool		done;
@@ -406,13 +407,26 @@ run_wave(CjMoveRun **runs, int nruns, Oid userid)
 				s->run = run;
 				s->serverid = run->source_servers[j];
 				s->sql = run->source_sql[j];
+				s->fixed_slot = run->source_slots ? run->source_slots[j] : -1;
 				s->targets = palloc(sizeof(CjMoveRun *) * nruns);
 			}
 			s->targets[s->ntargets++] = run;
 		}
 	}
 
-	/* connections (and remote transactions) for as many streams as may */
+	/*
+	 * Connections (and remote transactions) for as many streams as may:
+	 * first those reading temporary tables on the connection holding them.
+	 */
+	for (i = 0; i < nstreams; i++)
+	{
+		Stream	   *s = &streams[i];
+
+		if (s->fixed_slot < 0)
+			continue;
+		s->conn = cj_get_connection(s->serverid, userid, s->fixed_slot);
+		s->slot = s->fixed_slot;
+	}
 	for (i = 0; i < nstreams; i++)
 	{
 		Stream	   *s = &streams[i];
@@ -420,11 +434,13 @@ run_wave(CjMoveRun **runs, int nruns, Oid userid)
 		int			from = 0;
 		bool		first = true;
 
+		if (s->fixed_slot >= 0)
+			continue;
 		for (j = 0; j < nruns; j++)
 			if (runs[j]->dest == s->serverid)
 				avoid = runs[j]->dest_slot;
-		for (j = 0; j < i; j++)
-			if (streams[j].serverid == s->serverid && streams[j].conn != NULL)
+		for (j = 0; j < nstreams; j++)
+			if (j != i && streams[j].serverid == s->serverid && streams[j].conn != NULL)
 			{
 				first = false;
 				from = Max(from, streams[j].slot + 1);

@@ -30,6 +30,9 @@ typedef struct CjMoveRun
 	int			nsources;
 	Oid		   *source_servers; /* InvalidOid: the coordinator's own rows */
 	const char **source_sql;	/* COPY (...) TO STDOUT, or the local query */
+	int		   *source_slots;	/* the connection slot a source must run on
+								 * (it reads temporary tables there), or -1;
+								 * NULL: -1 for all */
 
 	/* results */
 	uint64		bytes;

@@ -11,7 +11,7 @@
  *	  This file decides whether and how (which equality to hash, with which
  *	  hash functions, onto which nodes) and builds the group; the moves
  *	  themselves are CJ_MOVE_REPARTITION moves of both tables, written by
- *	  remote_sql.c and carried out by the executor like any other.  It
+ *	  move_sql.c and carried out by the executor like any other.  It
  *	  does not extend a group: only two base relations are repartitioned,
  *	  and nothing builds on the result (its tables have no class space
  *	  table to colocate with).

@@ -817,7 +817,10 @@ cj_live_leaves_foreign(CjBaseRel *br, List **reasons)
 	return true;
 }
 
-/* the rows all moves of g carry (moved_rows of each moved table) */
+/*
+ * the rows all moves of g carry (moved_rows of each moved table), with
+ * those a stage's own group moves before it
+ */
 double
 cj_group_moved_rows(PlannerInfo *root, CjJoinGroup *g)
 {
@@ -825,6 +828,12 @@ cj_group_moved_rows(PlannerInfo *root, CjJoinGroup *g)
 	ListCell   *lc;
 
 	foreach(lc, cj_moved_tables(g))
-		rows += cj_moved_rows(root, g, lfirst(lc));
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		rows += cj_moved_rows(root, g, br);
+		if (br->stage != NULL)
+			rows += cj_group_moved_rows(root, br->stage);
+	}
 	return rows;
 }

@@ -1110,7 +1110,7 @@ cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes)
 /*
  * cj_lateral_moved_tables
  *		The tables subqueries of a join tree read, moved to its classes
- *		(CjBaseRel *, in_subquery): remote_sql.c writes their moves.
+ *		(CjBaseRel *, in_subquery): move_sql.c writes their moves.
  */
 List *
 cj_lateral_moved_tables(CjJoinTree *t)

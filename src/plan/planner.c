@@ -495,7 +495,14 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 						  forced, reasons);
 			if (g != NULL)
 			{
-				double		moved = cj_moved_rows(root, g, llast(g->rels));
+				CjBaseRel  *sb = llast(g->rels);
+				double		moved = cj_moved_rows(root, g, sb);
+				double		grouped = cj_pre_aggregated_rows(root, g, sb);
+
+				/* its rows grouped on their nodes first, when the query lets */
+				if (grouped >= 0 && grouped < moved)
+					moved = grouped;
+				moved += cj_group_moved_rows(root, sb->stage);
 
 				if (best == NULL || moved < best_moved)
 				{
@@ -615,8 +622,21 @@ group_rank(CjJoinGroup *g, Cost total)
 	ListCell   *lc;
 
 	foreach(lc, g->rels)
-		if (((CjBaseRel *) lfirst(lc))->move != CJ_MOVE_NONE)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->move != CJ_MOVE_NONE)
 			total += 100.0 * cj_task_node_count(g);
+
+		/*
+		 * A stage's own moves too, and once more for the wait: the level
+		 * below is filled and analyzed on every node before the stage's
+		 * sources start.
+		 */
+		if (br->stage != NULL && cj_moved_tables(br->stage) != NIL)
+			total = group_rank(br->stage, total) +
+				100.0 * cj_task_node_count(br->stage);
+	}
 	return total;
 }
 
@@ -911,7 +931,9 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 
 		/* an earlier pair's group is as cheap: that one stays */
 		if (attempt->group != NULL && force == NULL &&
-			group_rank(group, total) >= group_rank(attempt->group, attempt->cost))
+			group_rank(group, total - cj_pre_aggregation_saving(root, group)) >=
+			group_rank(attempt->group,
+					   attempt->cost - cj_pre_aggregation_saving(root, attempt->group)))
 			return;
 		/* the decision log says why the rows had to move, for this group */
 		if (attempt->group != NULL)

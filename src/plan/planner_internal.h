@@ -101,6 +101,9 @@ typedef struct CjBaseRel
 	struct CjJoinGroup *stage;
 	Relids		stage_relids;
 	List	   *stage_vars;		/* Var */
+	List	   *stage_task_vars;	/* Var: what its tasks return, when its
+									 * sources group them (preagg) into
+									 * stage_vars and partial aggregates */
 	double		stage_rows;		/* the group's output */
 	double		stage_input_rows;	/* what its tasks read */
 	int			stage_width;
@@ -172,7 +175,7 @@ struct CjJoinGroup
 	 */
 	bool		preagg_known;
 	double		preagg_groups;	/* -1: not allowed (preagg_why) */
-	List	   *preagg_carried;
+	List	   *preagg_carried;	/* attnos of a table; Vars of a stage */
 	const char *preagg_why;
 };
 
@@ -204,6 +207,17 @@ typedef struct CjSqlContext
 extern void cj_sql_context_init(CjSqlContext *sc, CjJoinGroup *g);
 extern char *cj_task_sql(CjJoinGroup *g, List *scan_vars, CjUpperSpec *spec,
 						 int cls, Oid serverid, CjSqlContext *sc);
+/* remote_sql.c's pieces that move_sql.c writes with too */
+extern void cj_append_string_list(StringInfo buf, List *items, const char *sep,
+								  const char *empty_text);
+extern char *cj_quals_text(List *quals, CjSqlContext *sc);
+extern void cj_append_leaf_select(StringInfo buf, CjBaseRel *br, CjLeaf *leaf,
+								  CjPlacement *placement);
+extern CjPlacement *cj_placement_on(CjLeaf *leaf, Oid serverid);
+extern void cj_append_empty_relation(StringInfo buf, CjBaseRel *br);
+extern bool cj_remote_type_declared(CjBaseRel *br, CjLeaf *leaf, AttrNumber attno);
+
+/* move_sql.c: the SQL of the moves (temporary tables, COPYs, FROM items) */
 extern List *cj_build_moves(PlannerInfo *root, CjJoinGroup *g,
 							CjSqlContext *sc, double *rows_moved);
 extern List *cj_refining_leaves(CjJoinGroup *g, CjBaseRel *br, int c);
@@ -355,6 +369,7 @@ extern int	cj_choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb,
 extern char *cj_move_description(CjBaseRel *mb, CjBaseRel *anchor);
 extern double cj_moved_rows(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *br);
 extern List *cj_moved_tables(CjJoinGroup *g);
+extern Cost cj_pre_aggregation_saving(PlannerInfo *root, CjJoinGroup *g);
 extern double cj_moved_table_rows(PlannerInfo *root, CjBaseRel *br);
 extern Cost cj_moves_cost(PlannerInfo *root, CjJoinGroup *g);
 extern int	cj_task_node_count(CjJoinGroup *g);

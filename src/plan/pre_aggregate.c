@@ -18,7 +18,7 @@
  *	  statistics nothing is grouped early: a guess that rows shrink would
  *	  make the planner move the big side.
  *
- *	  This file decides and rewrites the plan's parts; remote_sql.c writes
+ *	  This file decides and rewrites the plan's parts; move_sql.c writes
  *	  the grouped COPY and the temporary table's columns.
  *
  *-------------------------------------------------------------------------
@@ -30,11 +30,13 @@
 #include "access/htup_details.h"
 #include "access/sysattr.h"
 #include "catalog/pg_statistic.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/tlist.h"
+#include "parser/parsetree.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
@@ -60,7 +62,8 @@ moved_rel(CjJoinGroup *g)
 			return NULL;		/* one move at a time */
 		found = br;
 	}
-	if (found == NULL || found->table == NULL || found->preagg != NIL ||
+	if (found == NULL || (found->table == NULL && found->stage == NULL) ||
+		found->preagg != NIL ||
 		(found->move != CJ_MOVE_REPARTITION && found->move != CJ_MOVE_BROADCAST))
 		return NULL;
 	return found;
@@ -108,7 +111,7 @@ partial_allowed(Aggref *agg, CjBaseRel *mb)
 	{
 		Var		   *v = lfirst(lc);
 
-		if (!IsA(v, Var) || v->varno != mb->rtindex || v->varattno <= 0)
+		if (!IsA(v, Var) || !cj_rel_has_varno(mb, v->varno) || v->varattno <= 0)
 			return false;
 	}
 	return true;
@@ -174,6 +177,30 @@ tree_quals(CjJoinTree *t, List **quals)
 }
 
 /*
+ * read_outside_aggregates
+ *		What the rest of the query reads of the join outside aggregates:
+ *		the Vars of the select list and HAVING, the join's conditions, and
+ *		the value mb is routed by.
+ */
+static List *
+read_outside_aggregates(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
+{
+	List	   *exprs = NIL;
+	ListCell   *lc;
+
+	foreach(lc, pull_var_clause((Node *) list_make2(root->processed_tlist,
+													root->parse->havingQual),
+								PVC_INCLUDE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
+								PVC_RECURSE_PLACEHOLDERS))
+		if (IsA(lfirst(lc), Var))
+			exprs = lappend(exprs, lfirst(lc));
+	tree_quals(g->tree, &exprs);
+	if (mb->move == CJ_MOVE_REPARTITION)
+		exprs = lappend(exprs, mb->move_key);
+	return exprs;
+}
+
+/*
  * carried_columns
  *		The columns of mb the rest of the query reads outside aggregates
  *		(the join's conditions, grouping columns and other expressions of
@@ -185,21 +212,11 @@ tree_quals(CjJoinTree *t, List **quals)
 static List *
 carried_columns(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
 {
-	List	   *exprs = NIL;
+	List	   *exprs = read_outside_aggregates(root, g, mb);
 	Bitmapset  *attnos = NULL;
 	List	   *result = NIL;
-	ListCell   *lc;
 	int			a = -1;
 
-	foreach(lc, pull_var_clause((Node *) list_make2(root->processed_tlist,
-													root->parse->havingQual),
-								PVC_INCLUDE_AGGREGATES | PVC_RECURSE_WINDOWFUNCS |
-								PVC_RECURSE_PLACEHOLDERS))
-		if (IsA(lfirst(lc), Var))
-			exprs = lappend(exprs, lfirst(lc));
-	tree_quals(g->tree, &exprs);
-	if (mb->move == CJ_MOVE_REPARTITION)
-		exprs = lappend(exprs, mb->move_key);
 	pull_varattnos((Node *) exprs, mb->rtindex, &attnos);
 	while ((a = bms_next_member(attnos, a)) >= 0)
 	{
@@ -208,6 +225,39 @@ carried_columns(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
 		if (attno <= 0)
 			return NIL;
 		result = lappend_int(result, attno);
+	}
+	return result;
+}
+
+/*
+ * carried_stage_vars
+ *		carried_columns for a stage: the Vars of its relations the rest of
+ *		the query reads outside aggregates (each once), its rows' columns.
+ */
+static List *
+carried_stage_vars(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *sb)
+{
+	List	   *exprs = read_outside_aggregates(root, g, sb);
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, pull_var_clause((Node *) exprs, PVC_RECURSE_PLACEHOLDERS))
+	{
+		Var		   *v = lfirst(lc);
+		ListCell   *lr;
+		bool		seen = false;
+
+		if (v->varlevelsup != 0 || !cj_rel_has_varno(sb, v->varno))
+			continue;
+		if (v->varattno <= 0)
+			return NIL;
+		foreach(lr, result)
+			if (((Var *) lfirst(lr))->varno == v->varno &&
+				((Var *) lfirst(lr))->varattno == v->varattno)
+				seen = true;
+		if (!seen)
+			result = lappend(result, makeVar(v->varno, v->varattno, v->vartype,
+											 v->vartypmod, v->varcollid, 0));
 	}
 	return result;
 }
@@ -293,6 +343,82 @@ source_groups(PlannerInfo *root, CjBaseRel *mb, List *carried)
 	return total;
 }
 
+/* the rows of leaf by the coordinator's statistics or its node's, or -1 */
+static double
+leaf_tuples(CjLeaf *leaf)
+{
+	double		tuples = cj_rel_reltuples(leaf->relid);
+	double		pages;
+
+	if (tuples < 0 && (!leaf->is_foreign ||
+					   !cj_leaf_remote_size(leaf->relid, &tuples, &pages)))
+		return -1;
+	return tuples;
+}
+
+/*
+ * stage_groups
+ *		The groups a stage's sources would send, grouping its rows by the
+ *		carried Vars: each source node groups its share of the stage's rows,
+ *		among the distinct values its columns' tables have (a column's by
+ *		its leaves' statistics: their sum for the hash key of its table,
+ *		whose leaves hold different values, else the largest leaf's, since
+ *		the table's other partitioning spreads the same values over all of
+ *		them; the product over the columns).  A node's rows take as many
+ *		values as random draws would.  -1 when a column is of a table the
+ *		stage's group moves, or a leaf's node has no statistics for it.
+ */
+static double
+stage_groups(CjBaseRel *sb, List *carried)
+{
+	int			nnodes = Max(list_length(cj_stage_source_nodes(sb)), 1);
+	double		node_rows = Max(sb->stage_rows, 1) / nnodes;
+	double		values = 1;
+	ListCell   *lc;
+
+	foreach(lc, carried)
+	{
+		Var		   *v = lfirst(lc);
+		CjBaseRel  *br = NULL;
+		ListCell   *lr;
+		double		sum = 0;
+		double		largest = 0;
+		bool		key;
+		int			k,
+					l;
+
+		foreach(lr, sb->stage->rels)
+			if (((CjBaseRel *) lfirst(lr))->rtindex == v->varno)
+				br = lfirst(lr);
+		if (br == NULL || br->table == NULL || br->move != CJ_MOVE_NONE)
+			return -1;
+		key = br->table->partnatts == 1 && br->table->partattrs[0] == v->varattno &&
+			br->table->strategy == PARTITION_STRATEGY_HASH;
+		for (k = 0; k < br->table->nclasses; k++)
+			for (l = 0; l < br->table->classes[k].nleaves; l++)
+			{
+				CjLeaf	   *leaf = &br->table->classes[k].leaves[l];
+				double		tuples;
+				double		nd;
+
+				if (!br->leaf_live[k][l])
+					continue;
+				tuples = leaf_tuples(leaf);
+				if (tuples < 0)
+					return -1;
+				if (tuples < 1)
+					continue;
+				if (!column_ndistinct(leaf, v->varattno, tuples, &nd))
+					return -1;
+				sum += nd;
+				largest = Max(largest, nd);
+			}
+		values *= Max(key ? sum : largest, 1);
+	}
+	/* of `values` equally likely values, node_rows draws take this many */
+	return nnodes * values * (1.0 - exp(-node_rows / values));
+}
+
 /*
  * cj_single_table_groups
  *		See planner_internal.h: the groups the tasks of g, one sharded table
@@ -356,15 +482,18 @@ groups_of(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb, List **carried,
 		g->preagg_carried = NIL;
 		g->preagg_why = query_refusal(root, g, mb);
 		if (g->preagg_why == NULL)
-			g->preagg_carried = carried_columns(root, g, mb);
+			g->preagg_carried = mb->stage != NULL ?
+				carried_stage_vars(root, g, mb) : carried_columns(root, g, mb);
 		if (g->preagg_why == NULL && g->preagg_carried == NIL)
 			g->preagg_why = psprintf("nothing else of %s is read to group it by, or a system column or the whole row is",
 									 mb->alias);
 		if (g->preagg_why == NULL)
 		{
-			g->preagg_groups = source_groups(root, mb, g->preagg_carried);
+			g->preagg_groups = mb->stage != NULL ?
+				stage_groups(mb, g->preagg_carried) :
+				source_groups(root, mb, g->preagg_carried);
 			if (g->preagg_groups < 0 && cj_pre_aggregate_hint(root, mb->rtindex) != NULL)
-				g->preagg_groups = find_base_rel(root, mb->rtindex)->rows;
+				g->preagg_groups = cj_moved_table_rows(root, mb);
 			if (g->preagg_groups < 0)
 				g->preagg_why = psprintf("the nodes of %s have no statistics of the columns it would be grouped by",
 										 mb->alias);
@@ -449,10 +578,17 @@ cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
 		if (((CjBaseRel *) lfirst(lc))->rtindex == mb->rtindex)
 			pmb = lfirst(lc);
 	Assert(pmb != NULL);
-	pmb->move_attnos = carried;
 	pmb->preagg = NIL;
 	pmb->preagg_rows = groups;
 	pmb->move_name = psprintf("%s_g", mb->move_name);
+	if (mb->stage != NULL)
+	{
+		/* its tasks return what they did; the sources group it */
+		pmb->stage_task_vars = mb->stage_vars;
+		pmb->stage_vars = carried;
+	}
+	else
+		pmb->move_attnos = carried;
 
 	foreach(lc, spec->remote_exprs)
 	{
@@ -479,8 +615,20 @@ cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
 
 	initStringInfo(&names);
 	foreach(lc, carried)
-		appendStringInfo(&names, "%s%s", names.len ? ", " : "",
-						 quote_identifier(get_attname(mb->relid, lfirst_int(lc), false)));
+	{
+		if (mb->stage != NULL)
+		{
+			Var		   *v = lfirst(lc);
+			RangeTblEntry *rte = planner_rt_fetch(v->varno, root);
+
+			appendStringInfo(&names, "%s%s.%s", names.len ? ", " : "",
+							 quote_identifier(rte->eref->aliasname),
+							 quote_identifier(get_attname(rte->relid, v->varattno, false)));
+		}
+		else
+			appendStringInfo(&names, "%s%s", names.len ? ", " : "",
+							 quote_identifier(get_attname(mb->relid, lfirst_int(lc), false)));
+	}
 	ng->move_text = psprintf("%s, grouped by %s on its nodes first",
 							 g->move_text ? g->move_text : "", names.data);
 
@@ -497,7 +645,8 @@ cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
 	 */
 	*extra_cost = (g->hints_used != NIL ?
 				   cj_moves_cost(root, ng) - cj_moves_cost(root, g) : 0) +
-		find_base_rel(root, mb->rtindex)->rows * cpu_operator_cost *
+		(mb->stage != NULL ? mb->stage_rows : find_base_rel(root, mb->rtindex)->rows) *
+		cpu_operator_cost *
 		(list_length(carried) + list_length(pmb->preagg)) /
 		Max(cj_task_node_count(g), 1);
 	*pg = ng;

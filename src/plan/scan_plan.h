@@ -75,13 +75,19 @@ typedef enum CjMoveIndex
 	CJ_MOVE_CREATE,				/* String: creates the temporary table */
 	CJ_MOVE_COPY_IN,			/* String: COPY ... FROM STDIN */
 	CJ_MOVE_DROP,				/* String: drops it */
-	CJ_MOVE_SOURCES,			/* List of [Integer server, String COPY TO] */
+	CJ_MOVE_SOURCES,			/* List of [Integer server, String COPY TO,
+								 * Integer 1 when it reads the tables of the
+								 * next level on its node (a stage's source
+								 * whose group moved rows itself)] */
 	CJ_MOVE_LABEL,				/* String: for messages and EXPLAIN */
 	CJ_MOVE_ANALYZE,			/* String: ANALYZE of the filled table */
 	CJ_MOVE_BINARY,				/* Integer: 1 when the COPYs are binary */
 	CJ_MOVE_CLASSES,			/* List of Integer: the classes of the rows it
 								 * takes, when the sources' rows are routed
 								 * (repartitioning); else NIL */
+	CJ_MOVE_LEVEL,				/* Integer: 0 for the moves the tasks read; a
+								 * stage's own moves one more than the
+								 * stage's, filled before it */
 	CJ_MOVE_COUNT
 } CjMoveIndex;
 

@@ -13,10 +13,12 @@
  *	  whether a group can be one, the CjBaseRel that stands for it in the
  *	  next group, the value its rows are routed by, its columns and the
  *	  COPY its source nodes run.  The rest of a move (temporary tables,
- *	  streams, costs) is the same as a table's: remote_sql.c, move_choice.c,
- *	  exec/move_streams.c.  Not here: stages of groups that move rows
- *	  themselves, stages on the preserved side of outer joins, broadcast
- *	  stages.
+ *	  streams, costs) is the same as a table's: move_sql.c, move_choice.c,
+ *	  exec/move_streams.c.  A group that moves rows itself makes its
+ *	  moves first (one level down, move_sql.c's cj_build_moves; the
+ *	  executor fills the deeper level first and runs the stage's source
+ *	  on the connection holding them).  Not here: stages on the preserved
+ *	  side of outer joins, broadcast stages.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,8 +39,11 @@
 /*
  * cj_stage_possible
  *		Whether g's rows can be computed by its tasks alone and moved: no
- *		condition left to the coordinator, no table moved itself, no
- *		subquery run in its tasks, no parameter (a move's COPY takes none).
+ *		condition left to the coordinator, no subquery run in its tasks, no
+ *		parameter (a move's COPY takes none).  Tables g moves itself are
+ *		moved first, into its own classes (a level below, cj_build_moves);
+ *		not those grouped before their move, whose rows only the
+ *		aggregation above g knows how to finish.
  */
 bool
 cj_stage_possible(CjJoinGroup *g, List **reasons)
@@ -53,22 +58,21 @@ cj_stage_possible(CjJoinGroup *g, List **reasons)
 						   pstrdup("the join that would move has conditions only the coordinator can run"));
 		return false;
 	}
-	if (g->move_text != NULL || cj_tree_has_lateral(g->tree) ||
-		g->space == NULL || g->space->ntables == 0)
+	if (cj_tree_has_lateral(g->tree) || g->space == NULL || g->space->ntables == 0)
 	{
 		*reasons = lappend(*reasons,
-						   pstrdup("the join that would move moves rows itself"));
+						   pstrdup("the join that would move runs a subquery in its tasks or reads no sharded table in place"));
 		return false;
 	}
 	foreach(lc, g->rels)
 	{
 		CjBaseRel  *br = lfirst(lc);
 
-		if (br->move != CJ_MOVE_NONE || br->table == NULL ||
+		if (br->preagg != NIL || br->in_subquery ||
 			cj_contains_param((Node *) br->quals))
 		{
 			*reasons = lappend(*reasons,
-							   pstrdup("the join that would move moves rows itself or has a parameter"));
+							   pstrdup("the join that would move aggregates a table before moving it, or has a parameter"));
 			return false;
 		}
 	}
@@ -254,8 +258,8 @@ cj_choose_stage_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *sb,
 
 /*
  * cj_stage_description
- *		What EXPLAIN's Strategy says of the stage: its join, and how its
- *		rows move.
+ *		What EXPLAIN's Strategy says of the stage: its join (in brackets
+ *		when it moves rows itself), and how its rows move.
  */
 char *
 cj_stage_description(PlannerInfo *root, CjBaseRel *sb, CjBaseRel *anchor)
@@ -263,11 +267,40 @@ cj_stage_description(PlannerInfo *root, CjBaseRel *sb, CjBaseRel *anchor)
 	Var		   *key = (Var *) sb->move_key;
 	RangeTblEntry *rte = planner_rt_fetch(key->varno, root);
 
-	return psprintf("%s colocated on %s, then repartitioned by hash of %s.%s like %s",
-					sb->alias, sb->stage->keys_text,
+	return psprintf("%s %s%scolocated on %s%s, then repartitioned by hash of %s.%s like %s",
+					sb->alias,
+					sb->stage->move_text ? "[" : "",
+					sb->stage->move_text ? psprintf("%s, then ", sb->stage->move_text) : "",
+					sb->stage->keys_text,
+					sb->stage->move_text ? "]" : "",
 					quote_identifier(rte->eref->aliasname),
 					quote_identifier(get_attname(rte->relid, key->varattno, false)),
 					quote_identifier(anchor->alias));
+}
+
+/* a Var of a stage's rows, by its column name in the source's query */
+static const char *
+stage_column_var_name(Var *var, void *arg)
+{
+	CjBaseRel  *sb = (CjBaseRel *) arg;
+
+	if (var->varlevelsup != 0 || var->varattno <= 0 || !cj_rel_has_varno(sb, var->varno))
+		return NULL;
+	return cj_stage_column_name(var);
+}
+
+/* the stage's column names of vars, comma separated */
+static char *
+stage_column_list(List *vars)
+{
+	StringInfoData buf;
+	ListCell   *lc;
+
+	initStringInfo(&buf);
+	foreach(lc, vars)
+		appendStringInfo(&buf, "%s%s", buf.len ? ", " : "",
+						 cj_stage_column_name(lfirst(lc)));
+	return buf.data;
 }
 
 /*
@@ -278,22 +311,23 @@ cj_stage_description(PlannerInfo *root, CjBaseRel *sb, CjBaseRel *anchor)
  *		remainders (every class when NIL) whose key is not NULL (an inner
  *		join: a NULL equals nothing), in binary when binary.  One COPY
  *		per node, its classes one after the other: a COPY per task, run on
- *		more connections of the node, was slower (bench/README.md).
+ *		more connections of the node, was slower (bench/README.md).  When
+ *		the query aggregates what the stage joins (pre_aggregate.c), the
+ *		node groups its rows by the columns carried on (the routing key
+ *		among them) and sends each group's partial aggregates.
  */
 char *
 cj_stage_source_sql(CjBaseRel *sb, Oid serverid, const char *class_sql,
 					List *remainders, bool binary)
 {
 	CjJoinGroup *sg = sb->stage;
+	List	   *task_vars = sb->preagg != NIL ? sb->stage_task_vars : sb->stage_vars;
+	char	   *task_cols = stage_column_list(task_vars);
+	char	   *cols = stage_column_list(sb->stage_vars);
 	StringInfoData tasks;
-	StringInfoData cols;
+	StringInfoData sel;
 	StringInfoData buf;
 	ListCell   *lc;
-
-	initStringInfo(&cols);
-	foreach(lc, sb->stage_vars)
-		appendStringInfo(&cols, "%s%s", cols.len ? ", " : "",
-						 cj_stage_column_name(lfirst(lc)));
 
 	initStringInfo(&tasks);
 	foreach(lc, sg->tasks)
@@ -305,16 +339,38 @@ cj_stage_source_sql(CjBaseRel *sb, Oid serverid, const char *class_sql,
 			continue;
 		cj_sql_context_init(&sc, sg);
 		appendStringInfo(&tasks, "%s%s", tasks.len ? " UNION ALL " : "",
-						 cj_task_sql(sg, sb->stage_vars, NULL, task->cls,
+						 cj_task_sql(sg, task_vars, NULL, task->cls,
 									 serverid, &sc));
 		if (sc.dctx.params != NIL)
 			elog(ERROR, "colojoin: a moved join has a parameter");
 	}
 
+	initStringInfo(&sel);
+	appendStringInfoString(&sel, cols);
+	foreach(lc, sb->preagg)
+	{
+		CjPreAgg   *pa = lfirst(lc);
+		CjDeparseContext dctx;
+
+		/* the type the temporary column has, whatever the node computes */
+		memset(&dctx, 0, sizeof(dctx));
+		dctx.var_name = stage_column_var_name;
+		dctx.var_arg = sb;
+		appendStringInfoString(&sel, sel.len ? ", (" : "(");
+		cj_deparse_expr(&sel, (Expr *) pa->agg, &dctx);
+		appendStringInfo(&sel, ")::%s AS %s", cj_type_name(pa->agg->aggtype, -1),
+						 pa->column);
+		if (dctx.params != NIL)
+			elog(ERROR, "colojoin: a moved join's aggregate has a parameter");
+	}
+
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "COPY (SELECT * FROM (SELECT %s, %s AS colojoin_class FROM (%s) s (%s) WHERE %s IS NOT NULL) m",
-					 cols.data, class_sql, tasks.data, cols.data,
+	appendStringInfo(&buf, "COPY (SELECT * FROM (SELECT %s, %s AS colojoin_class FROM (%s) s (%s) WHERE %s IS NOT NULL",
+					 sel.data, class_sql, tasks.data, task_cols,
 					 cj_stage_column_name((Var *) sb->move_key));
+	if (sb->preagg != NIL)
+		appendStringInfo(&buf, " GROUP BY %s", cols);
+	appendStringInfoString(&buf, ") m");
 	if (remainders != NIL)
 	{
 		appendStringInfoString(&buf, " WHERE colojoin_class = ANY ('{");
