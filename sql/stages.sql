@@ -164,6 +164,8 @@ SELECT label, (cj_st_l.check(q)).* FROM (VALUES
 	 'SELECT c_nation, count(*), sum(l_qty * sh_qty) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey JOIN shipment ON sh_orderkey = o_orderkey WHERE l_qty < 4 GROUP BY 1'),
 	('three levels: item and shipment, then orders, then customer',
 	 'SELECT i_kind, c_segment, count(*), sum(sh_qty) FROM item JOIN shipment ON sh_item = i_item JOIN orders ON o_orderkey = sh_orderkey JOIN customer ON c_custkey = o_custkey GROUP BY 1, 2'),
+	('two stages that move rows themselves, into one group',
+	 'SELECT c_segment, count(*), sum(s1.sh_qty), sum(s2.sh_qty) FROM customer JOIN orders o1 ON o1.o_custkey = c_custkey JOIN shipment s1 ON s1.sh_orderkey = o1.o_orderkey JOIN orders o2 ON o2.o_custkey = c_custkey JOIN shipment s2 ON s2.sh_orderkey = o2.o_orderkey WHERE o1.o_status = ''F'' AND o2.o_status = ''F'' AND s1.sh_qty = 1 AND s2.sh_qty = 2 GROUP BY 1'),
 	('three levels, ordered and limited',
 	 'SELECT c_custkey, o_orderkey, i_item, sh_qty FROM item JOIN shipment ON sh_item = i_item JOIN orders ON o_orderkey = sh_orderkey JOIN customer ON c_custkey = o_custkey WHERE i_kind = ''gear'' ORDER BY sh_qty DESC, o_orderkey, i_item, c_custkey LIMIT 9')
 ) v(label, q);

@@ -421,11 +421,24 @@ run_wave(CjMoveRun **runs, int nruns, Oid userid)
 	for (i = 0; i < nstreams; i++)
 	{
 		Stream	   *s = &streams[i];
+		bool		taken = false;
 
 		if (s->fixed_slot < 0)
 			continue;
-		s->conn = cj_get_connection(s->serverid, userid, s->fixed_slot);
 		s->slot = s->fixed_slot;
+
+		/*
+		 * Two stages' sources on one connection wait for each other (their
+		 * moves go to the same destinations, so the waves of
+		 * cj_move_streams_run keep them apart already; this holds even if
+		 * they did not).
+		 */
+		for (j = 0; j < i; j++)
+			if (streams[j].conn != NULL && streams[j].serverid == s->serverid &&
+				streams[j].slot == s->slot)
+				taken = true;
+		if (!taken)
+			s->conn = cj_get_connection(s->serverid, userid, s->fixed_slot);
 	}
 	for (i = 0; i < nstreams; i++)
 	{
@@ -524,7 +537,8 @@ run_wave(CjMoveRun **runs, int nruns, Oid userid)
 			{
 				Stream	   *w = &streams[k];
 
-				if (w->conn != NULL || w->serverid != s->serverid)
+				if (w->conn != NULL || w->serverid != s->serverid ||
+					(w->fixed_slot >= 0 && w->fixed_slot != s->slot))
 					continue;
 				w->conn = s->conn;
 				w->slot = s->slot;
