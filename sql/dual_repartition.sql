@@ -174,6 +174,23 @@ SELECT q, (cj_dual_l.check(q)).* FROM (VALUES
 	('SELECT a.o_orderkey, b.o_orderkey, t_id FROM orders a JOIN orders b ON a.o_custkey = b.o_custkey JOIN tiny ON t_cust = b.o_orderkey')
 ) qs(q);
 
+-- the moved pair with a subquery over a reference table in its tasks: the
+-- tasks are those of the pair's hash classes (there were none: found by
+-- the fuzzer, a wrong empty answer)
+CREATE TABLE ref (r_cust int, r_flag int) PARTITION BY HASH (r_cust);
+SELECT colojoin.create_reference_table('ref', ARRAY[:'srv1', :'srv2', :'srv3']);
+CREATE TABLE cj_dual_l.ref (LIKE ref);
+INSERT INTO cj_dual_l.ref SELECT g % 40, g % 3 FROM generate_series(1, 60) g;
+INSERT INTO ref SELECT * FROM cj_dual_l.ref;
+CREATE TABLE reference_empty (r_cust int) PARTITION BY HASH (r_cust);
+SELECT colojoin.create_reference_table('reference_empty', ARRAY[:'srv1', :'srv2', :'srv3']);
+CREATE TABLE cj_dual_l.reference_empty (LIKE reference_empty);
+SELECT q, (cj_dual_l.check(q)).* FROM (VALUES
+	('SELECT a.o_orderkey, b.o_orderkey FROM orders a LEFT JOIN orders b ON a.o_custkey = b.o_custkey WHERE NOT EXISTS (SELECT FROM (SELECT r_cust, count(*) FROM ref GROUP BY r_cust) e WHERE e.r_cust = b.o_custkey AND a.o_orderkey < 300)'),
+	('SELECT a.o_orderkey, b.o_orderkey FROM orders a JOIN orders b ON a.o_custkey = b.o_custkey WHERE EXISTS (SELECT FROM (SELECT r_cust, max(r_flag) AS f FROM ref GROUP BY r_cust) e WHERE e.r_cust = b.o_custkey AND e.f = 2)'),
+	('SELECT a.o_orderkey, b.o_custkey FROM orders a LEFT JOIN orders b ON a.o_custkey = b.o_custkey WHERE NOT EXISTS (SELECT FROM (SELECT r_cust, count(*) FROM reference_empty GROUP BY r_cust) e WHERE e.r_cust = b.o_custkey)')
+) qs(q);
+
 --
 -- Hints: Redistribute(a b) moves both sides, BroadcastJoin(b) one.
 --

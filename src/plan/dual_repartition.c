@@ -202,9 +202,9 @@ source_nodes(CjBaseRel *br, List **nodes, List **reasons)
 	return true;
 }
 
-/* "a.o_custkey", the hashed value as the query names it */
-static char *
-key_text(CjBaseRel *br)
+/* "a.o_custkey", the hashed value of a moved table as the query names it */
+char *
+cj_moved_key_text(CjBaseRel *br)
 {
 	Node	   *key = copyObject((Node *) br->move_key);
 
@@ -353,7 +353,6 @@ cj_try_dual_repartition(PlannerInfo *root, RelOptInfo *joinrel,
 	if (!cj_finish_group(root, g, reasons) || !cj_check_target(g, joinrel, reasons))
 		return NULL;
 
-	g->keys_text = psprintf("%s = %s", key_text(a), key_text(b));
 	g->move_text = psprintf("dual repartition of %s (~%.0f row%s) and %s (~%.0f row%s) into %d hash class%s",
 							quote_identifier(a->alias), arows, arows == 1 ? "" : "s",
 							quote_identifier(b->alias), brows, brows == 1 ? "" : "s",

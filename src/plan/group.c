@@ -596,7 +596,13 @@ describe_keys(CjJoinGroup *g)
 	int			p;
 
 	initStringInfo(&buf);
-	for (p = 0; p < first->table->partnatts; p++)
+
+	/* a space of hash classes alone (dual repartition): its tables' keys */
+	if (g->space->ntables == 0 && list_length(g->rels) >= 2)
+		appendStringInfo(&buf, "%s = %s",
+						 cj_moved_key_text(linitial(g->rels)),
+						 cj_moved_key_text(lsecond(g->rels)));
+	for (p = 0; g->space->ntables > 0 && p < first->table->partnatts; p++)
 	{
 		ListCell   *lc;
 		bool		firstrel = true;

@@ -1004,6 +1004,17 @@ cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 	g->rel = joinrel;
 	g->rels = cj_copy_rels(og->rels);
 	g->tree = t;
+
+	/*
+	 * A group that moves every table (dual repartition) has no table to
+	 * build its classes from: it keeps the hash classes and tasks its rows
+	 * were routed to.
+	 */
+	if (og->space != NULL && og->space->ntables == 0)
+	{
+		g->space = og->space;
+		g->tasks = list_copy(og->tasks);
+	}
 	if (!cj_finish_group(root, g, reasons) ||
 		!cj_check_target(g, joinrel, reasons))
 		return NULL;

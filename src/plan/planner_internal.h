@@ -335,6 +335,7 @@ extern CjJoinGroup *cj_try_dual_repartition(PlannerInfo *root, RelOptInfo *joinr
 											JoinType jointype, JoinPathExtraData *extra,
 											CjJoinGroup *rival, bool forced,
 											List **reasons);
+extern char *cj_moved_key_text(CjBaseRel *br);
 
 /* key_match.c: keys as expressions, and the equalities that match them */
 extern Var *cj_key_var(CjBaseRel *br, int p);
