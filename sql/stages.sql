@@ -95,9 +95,18 @@ SELECT label, (cj_st_l.check(q)).* FROM (VALUES
 	 'SELECT c_custkey, sum(l_qty), count(DISTINCT o_orderkey) FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1'),
 	('ordered and limited',
 	 'SELECT c_custkey, o_orderkey, l_price FROM customer JOIN orders ON c_custkey = o_custkey JOIN lineitem ON l_orderkey = o_orderkey ORDER BY l_price DESC, o_orderkey, c_custkey LIMIT 7'),
-	-- declined: the group would be kept by the outer join
+	-- the side a left, semi or anti join does not keep moves too
 	('customer LEFT JOIN the group',
-	 'SELECT c_custkey, count(l_qty) FROM customer LEFT JOIN (orders JOIN lineitem ON l_orderkey = o_orderkey) ON c_custkey = o_custkey GROUP BY 1')
+	 'SELECT c_custkey, count(l_qty) FROM customer LEFT JOIN (orders JOIN lineitem ON l_orderkey = o_orderkey) ON c_custkey = o_custkey GROUP BY 1'),
+	('customer LEFT JOIN the group, a condition above the join',
+	 'SELECT c_custkey, o_orderkey, l_qty FROM customer LEFT JOIN (orders JOIN lineitem ON l_orderkey = o_orderkey) ON c_custkey = o_custkey AND l_qty > 3 WHERE (l_qty IS NULL OR l_qty > 11) AND c_custkey < 100'),
+	('EXISTS over the group',
+	 'SELECT c_segment, count(*) FROM customer WHERE EXISTS (SELECT FROM orders JOIN lineitem ON l_orderkey = o_orderkey WHERE o_custkey = c_custkey AND l_qty > 10) GROUP BY 1'),
+	('NOT EXISTS over the group',
+	 'SELECT c_segment, count(*) FROM customer WHERE NOT EXISTS (SELECT FROM orders JOIN lineitem ON l_orderkey = o_orderkey WHERE o_custkey = c_custkey AND l_price > 20) GROUP BY 1'),
+	-- declined: the group is the side the outer join keeps
+	('the group LEFT JOIN customer',
+	 'SELECT o_orderkey, l_qty, c_segment FROM (orders JOIN lineitem ON l_orderkey = o_orderkey) LEFT JOIN customer ON c_custkey = o_custkey WHERE l_qty = 5')
 ) v(label, q);
 
 -- what EXPLAIN shows of a stage

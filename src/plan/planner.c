@@ -323,6 +323,14 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
 	{
 		CjBaseRel  *br = lfirst(lc);
 
+		/* a join's rows moved as a stage are no table to broadcast again */
+		if (br->stage != NULL)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("%s moves the rows of a join into its classes, which cannot be broadcast",
+										cj_joinrel_names(root, innerrel)));
+			return NULL;
+		}
 		if ((br->table != NULL && !cj_live_leaves_foreign(br, reasons)) ||
 			!cj_broadcast_allowed(br, find_base_rel(root, br->rtindex), reasons) ||
 			!cj_move_columns(br, (Node *) lappend(list_copy(exprs), br->quals),
@@ -399,8 +407,8 @@ group_with_moved(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *ag,
  */
 static CjJoinGroup *
 try_stage(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *arel,
-		  RelOptInfo *mrel, JoinType jointype, List *joinquals, int forced,
-		  List **reasons)
+		  RelOptInfo *mrel, JoinType jointype, List *joinquals,
+		  List *otherquals, int forced, List **reasons)
 {
 	CjJoinGroup *ag;
 	CjJoinGroup *sg = cj_group_of_rel(mrel);
@@ -420,15 +428,16 @@ try_stage(PlannerInfo *root, RelOptInfo *joinrel, RelOptInfo *arel,
 		return NULL;
 
 	sb = cj_make_stage_rel(root, mrel, sg);
-	if (!cj_stage_columns(sb, (Node *) list_make2(joinrel->reltarget->exprs,
-												  joinquals), reasons))
+	if (!cj_stage_columns(sb, (Node *) list_make3(joinrel->reltarget->exprs,
+												  joinquals, otherquals), reasons))
 		return NULL;
-	sb->move = cj_choose_stage_move(root, ag, sb, joinquals, forced, reasons);
+	sb->move = cj_choose_stage_move(root, ag, sb, joinquals,
+									jointype == JOIN_INNER, forced, reasons);
 	if (sb->move == CJ_MOVE_NONE)
 		return NULL;
 	sb->move_name = cj_new_move_name(sb->rtindex);
 
-	g = group_with_moved(root, joinrel, ag, sb, jointype, joinquals, NIL,
+	g = group_with_moved(root, joinrel, ag, sb, jointype, joinquals, otherquals,
 						 reasons);
 	if (g == NULL)
 		return NULL;
@@ -487,12 +496,17 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 
 		if (attempt == 1 && jointype != JOIN_INNER)
 			break;
-		if (mrel->reloptkind == RELOPT_JOINREL && jointype == JOIN_INNER &&
-			must_move == NULL && forced != CJ_MOVE_BROADCAST)
+		if (mrel->reloptkind == RELOPT_JOINREL && must_move == NULL &&
+			forced != CJ_MOVE_BROADCAST)
 		{
-			/* the other side's join, moved as a stage (stage_move.c) */
+			/*
+			 * The other side's join, moved as a stage (stage_move.c): of an
+			 * inner join, or the side an outer, semi or anti join does not
+			 * keep (its rows whose key is NULL, dropped at the source, would
+			 * match nothing there either).
+			 */
 			g = try_stage(root, joinrel, arel, mrel, jointype, joinquals,
-						  forced, reasons);
+						  otherquals, forced, reasons);
 			if (g != NULL)
 			{
 				CjBaseRel  *sb = llast(g->rels);

@@ -400,8 +400,8 @@ extern bool cj_stage_columns(CjBaseRel *sb, Node *exprs, List **reasons);
 extern char *cj_stage_column_name(Var *v);
 extern const char *cj_stage_var_name(CjBaseRel *sb, Var *var);
 extern int	cj_choose_stage_move(PlannerInfo *root, CjJoinGroup *ag,
-								 CjBaseRel *sb, List *joinquals, int forced,
-								 List **reasons);
+								 CjBaseRel *sb, List *joinquals, bool inner,
+								 int forced, List **reasons);
 extern char *cj_stage_description(PlannerInfo *root, CjBaseRel *sb,
 								  CjBaseRel *anchor);
 extern char *cj_stage_source_sql(CjBaseRel *sb, Oid serverid,

@@ -17,8 +17,9 @@
  *	  exec/move_streams.c.  A group that moves rows itself makes its
  *	  moves first (one level down, move_sql.c's cj_build_moves; the
  *	  executor fills the deeper level first and runs the stage's source
- *	  on the connection holding them).  Not here: stages on the preserved
- *	  side of outer joins, broadcast stages.
+ *	  on the connection holding them).  A stage joins by an inner join, or
+ *	  is the side a left, semi or anti join does not keep; the side a join
+ *	  keeps never moves.  Not here: broadcast stages.
  *
  *-------------------------------------------------------------------------
  */
@@ -199,7 +200,7 @@ cj_stage_var_name(CjBaseRel *sb, Var *var)
  */
 int
 cj_choose_stage_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *sb,
-					 List *joinquals, int forced, List **reasons)
+					 List *joinquals, bool inner, int forced, List **reasons)
 {
 	CjBaseRel  *anchor = linitial(ag->rels);
 	int			ma = cj_single_modulus(anchor->table);
@@ -238,8 +239,9 @@ cj_choose_stage_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *sb,
 			Var		   *bv = lfirst(lv);
 			Oid			fn;
 
+			/* an outer join's equality is its own ON clause's alone */
 			if (!cj_clause_equates(joinquals, (Node *) av, (Node *) bv, family, false) &&
-				!exprs_known_equal(root, (Node *) av, (Node *) bv))
+				(!inner || !exprs_known_equal(root, (Node *) av, (Node *) bv)))
 				continue;
 			fn = cj_usable_hash_function(family, bv->vartype);
 			if (!OidIsValid(fn))
