@@ -731,6 +731,21 @@ cj_finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons)
 	return true;
 }
 
+/*
+ * cj_tree_quals
+ *		Every join condition of a join tree (its joins' own conditions and
+ *		those applied above outer joins), in a new list; none of a LATERAL
+ *		subquery's leaf, whose conditions are inside it.
+ */
+List *
+cj_tree_quals(CjJoinTree *t)
+{
+	if (t == NULL || t->is_base || t->lateral != NULL)
+		return NIL;
+	return list_concat(list_concat(list_copy(t->joinquals), t->otherquals),
+					   list_concat(cj_tree_quals(t->outer), cj_tree_quals(t->inner)));
+}
+
 /* private copies: a group sets fields of its tables that depend on it */
 List *
 cj_copy_rels(List *rels)

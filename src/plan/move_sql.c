@@ -493,18 +493,6 @@ append_collation(StringInfo buf, Oid collid)
 	}
 }
 
-/* every join condition of a join tree */
-static void
-tree_join_quals(CjJoinTree *t, List **quals)
-{
-	if (t == NULL || t->is_base || t->lateral != NULL)
-		return;
-	*quals = list_concat(*quals, t->joinquals);
-	*quals = list_concat(*quals, t->otherquals);
-	tree_join_quals(t->outer, quals);
-	tree_join_quals(t->inner, quals);
-}
-
 /*
  * analyze_sql
  *		The ANALYZE of a filled temporary table: the columns g's joins
@@ -517,12 +505,11 @@ tree_join_quals(CjJoinTree *t, List **quals)
 static char *
 analyze_sql(CjBaseRel *br, CjJoinGroup *g, const char *name)
 {
-	List	   *quals = NIL;
+	List	   *quals = cj_tree_quals(g->tree);
 	List	   *cols = NIL;
 	StringInfoData buf;
 	ListCell   *lc;
 
-	tree_join_quals(g->tree, &quals);
 	foreach(lc, pull_var_clause((Node *) quals, PVC_RECURSE_PLACEHOLDERS))
 	{
 		Var		   *v = lfirst(lc);

@@ -275,16 +275,6 @@ cj_new_move_name(Index rtindex)
 	return psprintf("colojoin_move_%d_%u", ++move_name_counter, rtindex);
 }
 
-/* every condition of a join tree */
-static List *
-tree_quals(CjJoinTree *t)
-{
-	if (t->is_base)
-		return NIL;
-	return list_concat(list_concat(list_copy(t->joinquals), t->otherquals),
-					   list_concat(tree_quals(t->outer), tree_quals(t->inner)));
-}
-
 /*
  * broadcast_inner_group
  *		The inner side of an outer, semi or anti join is a group of its own
@@ -317,7 +307,7 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
 	moved = cj_copy_rels(mg->rels);
 	exprs = list_concat(list_make3(joinrel->reltarget->exprs, joinquals,
 								   otherquals),
-						tree_quals(mg->tree));
+						cj_tree_quals(mg->tree));
 	text = ag->move_text;
 	foreach(lc, moved)
 	{

@@ -277,6 +277,7 @@ extern int	cj_class_remainder(CjJoinGroup *g, int c);
 extern bool cj_tree_produces(CjJoinTree *t, const bool *present);
 extern bool cj_finish_group(PlannerInfo *root, CjJoinGroup *g, List **reasons);
 extern List *cj_copy_rels(List *rels);
+extern List *cj_tree_quals(CjJoinTree *t);
 extern double cj_group_moved_rows(PlannerInfo *root, CjJoinGroup *g);
 extern bool cj_orient_join(RelOptInfo **outerrel, RelOptInfo **innerrel,
 						   JoinType *jointype);

@@ -165,17 +165,6 @@ query_refusal(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
 	return NULL;
 }
 
-static void
-tree_quals(CjJoinTree *t, List **quals)
-{
-	if (t->is_base)
-		return;
-	*quals = list_concat(*quals, list_copy(t->joinquals));
-	*quals = list_concat(*quals, list_copy(t->otherquals));
-	tree_quals(t->outer, quals);
-	tree_quals(t->inner, quals);
-}
-
 /*
  * read_outside_aggregates
  *		What the rest of the query reads of the join outside aggregates:
@@ -194,7 +183,7 @@ read_outside_aggregates(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb)
 								PVC_RECURSE_PLACEHOLDERS))
 		if (IsA(lfirst(lc), Var))
 			exprs = lappend(exprs, lfirst(lc));
-	tree_quals(g->tree, &exprs);
+	exprs = list_concat(exprs, cj_tree_quals(g->tree));
 	if (mb->move == CJ_MOVE_REPARTITION)
 		exprs = lappend(exprs, mb->move_key);
 	return exprs;
