@@ -29,6 +29,7 @@ OBJS = \
 	src/remote/recovery_worker.o \
 	src/remote/remote_xact.o \
 	src/remote/row_decode.o \
+	src/remote/setup_cache.o \
 	src/remote/twophase.o \
 	src/operations/placement_health.o \
 	src/operations/remote_stats.o \
@@ -65,6 +66,7 @@ OBJS = \
 	src/plan/remote_sql.o \
 	src/plan/move_sql.o \
 	src/plan/repartition_key.o \
+	src/plan/scalar_subquery.o \
 	src/plan/qual_placement.o \
 	src/plan/stage_move.o \
 	src/plan/upper.o \

@@ -30,6 +30,7 @@
 #include "remote/deadlock.h"
 #include "remote/node_health.h"
 #include "remote/recovery_worker.h"
+#include "remote/setup_cache.h"
 #include "remote/twophase.h"
 #include "util/extension.h"
 #include "util/fdw_writes.h"
@@ -83,6 +84,13 @@ define_settings(void)
 							 "Enables joins that move the rows of a colocated join into the classes of the next one.",
 							 "Needs colojoin.enable_redistribution too.",
 							 &colojoin_enable_stages,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_lateral_subqueries",
+							 "Rewrites correlated scalar subqueries over sharded tables in WHERE as LATERAL subqueries, which the tasks can run.",
+							 "Only aggregates without GROUP BY, HAVING or LIMIT, which always yield one row.",
+							 &colojoin_enable_lateral_subqueries,
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
@@ -208,6 +216,7 @@ _PG_init(void)
 	cj_read_after_write_init();
 	cj_size_cache_init();
 	cj_shared_sizes_init();
+	cj_setup_cache_init();
 	cj_column_stats_init();
 	cj_decision_stats_init();
 	cj_progress_init();

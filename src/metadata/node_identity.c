@@ -13,7 +13,7 @@
  *	  physical node, and a server's identity is what tells.
  *
  *	  This file only records and compares identities; connection.c reads
- *	  them from the node (CJ_NODE_IDENTITY_SQL) and decides what to share.
+ *	  them from the node (CJ_NODE_IDENTITY_COLUMNS) and decides what to share.
  *
  *-------------------------------------------------------------------------
  */

@@ -10,18 +10,18 @@
 #define COLOJOIN_NODE_IDENTITY_H
 
 /*
- * What a node says about itself, in one row of two columns: the database
+ * What a node says about itself, two columns of a SELECT: the database
  * (its cluster's system identifier where the role may read it, else the
  * postmaster's start time, plus the database name) and the role logged in.
  */
-#define CJ_NODE_IDENTITY_SQL \
-	"SELECT CASE WHEN pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') " \
+#define CJ_NODE_IDENTITY_COLUMNS \
+	"CASE WHEN pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE') " \
 	"THEN (SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()) " \
 	"ELSE 'started ' OPERATOR(pg_catalog.||) pg_catalog.pg_postmaster_start_time()::pg_catalog.text END " \
 	"OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) pg_catalog.current_database(), " \
 	"current_user"
 
-/* remember what serverid, connected to as userid, said (CJ_NODE_IDENTITY_SQL) */
+/* remember what serverid, connected to as userid, said (CJ_NODE_IDENTITY_COLUMNS) */
 extern void cj_node_identity_learn(Oid serverid, Oid userid, const char *node,
 								   const char *role);
 

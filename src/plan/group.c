@@ -381,6 +381,8 @@ assign_tasks(CjJoinGroup *g, List **reasons)
 	List	   *load_counts = NIL;
 	int			c;
 
+	if (!cj_lateral_anchors_in_place(g, reasons))
+		return false;
 	for (c = 0; c < g->space->nclasses; c++)
 	{
 		List	   *nodes = NIL;

@@ -1091,6 +1091,48 @@ table_class(CjJoinGroup *g, CjLateralTable *lt, int c)
 	return -1;					/* keep compiler quiet */
 }
 
+/*
+ * cj_lateral_anchors_in_place
+ *		Every table a LATERAL subquery of g follows by its classes is read
+ *		where it is: a later join that moves such a table (a broadcast, a
+ *		repartition into another table's classes) would leave the subquery
+ *		reading partitions of classes its rows no longer come from.
+ */
+bool
+cj_lateral_anchors_in_place(CjJoinGroup *g, List **reasons)
+{
+	ListCell   *lc;
+
+	foreach(lc, tree_laterals(g->tree, NIL))
+	{
+		CjLateral  *lat = lfirst(lc);
+		ListCell   *lt;
+
+		foreach(lt, lat->tables)
+		{
+			CjLateralTable *t = lfirst(lt);
+			ListCell   *lr;
+
+			if (t->whole || t->moved)
+				continue;
+			foreach(lr, g->rels)
+			{
+				CjBaseRel  *br = lfirst(lr);
+
+				if (br->rtindex == t->anchor &&
+					(br->move != CJ_MOVE_NONE || br->space_index < 0))
+				{
+					*reasons = lappend(*reasons,
+									   psprintf("%s %s follows the classes of %s, which this join would move",
+												lat->kind, lat->alias, br->alias));
+					return false;
+				}
+			}
+		}
+	}
+	return true;
+}
+
 List *
 cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes)
 {

@@ -1047,6 +1047,9 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 				len = parse->stmt_len;
 			cj_set_statement_hints(cj_parse_hints(text, len, parse));
 		}
+		if (colojoin_enable && colojoin_enable_lateral_subqueries &&
+			colojoin_is_active())
+			cj_lateralize_scalar_subqueries(parse);
 		if (cj_write_planner != NULL)
 			result = cj_write_planner(parse, query_string, cursorOptions,
 									  boundParams, plan_usual);

@@ -309,6 +309,9 @@ extern Path *cj_new_scan_path(RelOptInfo *parent, PathTarget *target,
  */
 extern bool cj_is_lateral_rel(RelOptInfo *rel);
 extern bool cj_is_subquery_rel(RelOptInfo *rel);
+
+/* scalar_subquery.c: correlated scalar subqueries in WHERE as LATERAL items */
+extern void cj_lateralize_scalar_subqueries(Query *parse);
 extern CjJoinGroup *cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 										RelOptInfo *outerrel, RelOptInfo *innerrel,
 										JoinType jointype, JoinPathExtraData *extra,
@@ -316,6 +319,7 @@ extern CjJoinGroup *cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 extern bool cj_tree_has_lateral(CjJoinTree *t);
 extern Index cj_lateral_uncorrelated_rti(CjJoinTree *t);
 extern List *cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes);
+extern bool cj_lateral_anchors_in_place(CjJoinGroup *g, List **reasons);
 extern void cj_lateral_describe(CjJoinTree *t, StringInfo buf);
 extern const char *cj_lateral_var_name(CjJoinTree *t, Var *var);
 extern void cj_append_lateral(StringInfo buf, CjLateral *lat, CjSqlContext *sc);

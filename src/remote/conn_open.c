@@ -18,6 +18,7 @@
 #include "access/xlog.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
+#include "common/hashfn.h"
 #include "common/pg_prng.h"
 #include "foreign/foreign.h"
 #include "mb/pg_wchar.h"
@@ -39,6 +40,7 @@
 #include "remote/connection.h"
 #include "remote/deadlock.h"
 #include "remote/node_health.h"
+#include "remote/setup_cache.h"
 #include "remote/twophase.h"
 #include "util/options.h"
 #include "util/settings.h"
@@ -555,6 +557,91 @@ report_connect_failure(CjConnection *c, ForeignServer *server,
 }
 
 /*
+ * options_fingerprint
+ *		A hash of the libpq options a connection is opened with: another
+ *		address, database or user is another fingerprint, so what was
+ *		learned over the old ones is not taken for the new.
+ */
+static uint32
+options_fingerprint(const char **keywords, const char **values, int n)
+{
+	uint32		h = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		h = hash_combine(h, hash_bytes((const unsigned char *) keywords[i],
+									   strlen(keywords[i])));
+		h = hash_combine(h, hash_bytes((const unsigned char *) values[i],
+									   strlen(values[i])));
+	}
+	return h;
+}
+
+/*
+ * session_setup
+ *		The session's settings, in the connection's first round trip, and
+ *		with them what only the node can say, unless another connection
+ *		said it already (setup_cache.c): which database this really is,
+ *		and whether transactions this database prepared may wait there.  A
+ *		fresh node backend pays for that question's catalog lookups, and a
+ *		new session's first query waits for them.
+ */
+static void
+session_setup(CjConnection *c, uint32 fingerprint)
+{
+	Oid			serverid = c->key.serverid;
+	Oid			userid = c->key.userid;
+	char		node[NAMEDATALEN + 64];
+	char		role[NAMEDATALEN];
+	bool		ask_identity;
+	bool		ask_pending;
+	CjSetupToken token = {0, 0};
+	StringInfoData sql;
+	PGresult   *res;
+	int			want;
+	bool		answered;
+
+	ask_identity = !cj_setup_cache_identity(serverid, userid, fingerprint,
+											node, sizeof(node),
+											role, sizeof(role));
+	ask_pending = !cj_twophase_resolved(serverid) &&
+		!cj_setup_cache_no_doubt(serverid, userid, &token);
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, CJ_SESSION_SETUP);
+	if (ask_identity || ask_pending)
+		appendStringInfo(&sql, "; SELECT %s%s%s",
+						 ask_identity ? CJ_NODE_IDENTITY_COLUMNS : "",
+						 ask_identity && ask_pending ? ", " : "",
+						 ask_pending ? cj_twophase_pending_sql() : "");
+	want = (ask_identity ? 2 : 0) + (ask_pending ? 1 : 0);
+	res = cj_exec_sql(c, sql.data, "session setup", true);
+	pfree(sql.data);
+
+	answered = want > 0 && res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
+		PQntuples(res) == 1 && PQnfields(res) == want;
+
+	/* a node that cannot answer is taken to hold what it might */
+	c->twophase_pending = ask_pending;
+	if (answered && ask_pending)
+	{
+		c->twophase_pending = (strcmp(PQgetvalue(res, 0, want - 1), "f") != 0);
+		if (!c->twophase_pending)
+			cj_setup_cache_saw_none(serverid, userid, &token);
+	}
+	if (answered && ask_identity)
+	{
+		strlcpy(node, PQgetvalue(res, 0, 0), sizeof(node));
+		strlcpy(role, PQgetvalue(res, 0, 1), sizeof(role));
+		cj_setup_cache_put_identity(serverid, userid, fingerprint, node, role);
+	}
+	if (answered || !ask_identity)
+		cj_node_identity_learn(serverid, userid, node, role);
+	PQclear(res);
+}
+
+/*
  * connect_node_raw
  *		Open a libpq connection for userid to the server, from the server's
  *		and user mapping's libpq options only, polling so that cancel and
@@ -576,6 +663,7 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um,
 	PGconn	   *volatile conn;
 	CjConnectError err;
 	long		waited_ms;
+	uint32		fingerprint;
 
 	check_password = !superuser_arg(userid) && mapping_requires_password(um);
 
@@ -615,6 +703,9 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um,
 					 errhint("Set a password in the user mapping for server \"%s\".",
 							 server->servername)));
 	}
+
+	/* what the node's identity is remembered under (setup_cache.c) */
+	fingerprint = options_fingerprint(keywords, values, n);
 
 	/*
 	 * Last, so that it wins: colojoin.activity finds its backends by it; an
@@ -667,26 +758,7 @@ connect_node_raw(CjConnection *c, ForeignServer *server, UserMapping *um,
 		/* the entry owns the connection from here on */
 		PQsetNoticeReceiver(conn, notice_receiver, c);
 		c->conn = conn;
-		{
-			/*
-			 * The session's settings, which database this really is, and
-			 * whether transactions left in doubt may wait there
-			 */
-			PGresult   *res = cj_exec_sql(c, psprintf("%s; %s, %s", CJ_SESSION_SETUP,
-												  CJ_NODE_IDENTITY_SQL,
-												  cj_twophase_pending_sql()),
-									   "session setup", true);
-
-			c->twophase_pending = true;
-			if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK &&
-				PQntuples(res) == 1 && PQnfields(res) == 3)
-			{
-				cj_node_identity_learn(c->key.serverid, c->key.userid,
-									   PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
-				c->twophase_pending = (strcmp(PQgetvalue(res, 0, 2), "f") != 0);
-			}
-			PQclear(res);
-		}
+		session_setup(c, fingerprint);
 	}
 	PG_CATCH();
 	{

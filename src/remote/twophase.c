@@ -55,6 +55,7 @@
 
 #include "metadata/metadata.h"
 #include "remote/connection.h"
+#include "remote/setup_cache.h"
 #include "remote/twophase.h"
 #include "deparse/deparse.h"
 #include "util/catalog_query.h"
@@ -255,6 +256,12 @@ cj_twophase_log(List *gids, List *serverids)
 				 errmsg("colojoin cannot commit a transaction that wrote on several nodes"),
 				 errdetail("Table colojoin.prepared_xacts, which records two-phase commits, does not exist: the installed version of the extension is older than its library."),
 				 errhint("Run ALTER EXTENSION colojoin UPDATE.")));
+
+	/*
+	 * Before anything is prepared: a new connection that saw the node clean
+	 * earlier must ask it again (setup_cache.c).
+	 */
+	cj_setup_cache_doubt();
 
 	args[0] = text_array(gids);
 	args[1] = oid_array(serverids);
@@ -653,6 +660,14 @@ void
 cj_twophase_recheck(Oid serverid)
 {
 	resolved_servers = list_delete_oid(resolved_servers, serverid);
+	/* and every new connection of the database asks again */
+	cj_setup_cache_doubt();
+}
+
+bool
+cj_twophase_resolved(Oid serverid)
+{
+	return list_member_oid(resolved_servers, serverid);
 }
 
 List *

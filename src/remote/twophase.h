@@ -82,6 +82,9 @@ extern const char *cj_twophase_pending_sql(void);
 /* a COMMIT PREPARED on serverid failed: check it again at the next connection */
 extern void cj_twophase_recheck(Oid serverid);
 
+/* this backend has resolved what serverid held (and need not ask again) */
+extern bool cj_twophase_resolved(Oid serverid);
+
 /*
  * cj_twophase_available: the installed extension has the commit records
  * (version 1.2 on); colojoin's write path needs them.

@@ -55,6 +55,8 @@ FEATURES = {
     'outer': 'LEFT, RIGHT and FULL joins',
     'cross': 'CROSS JOIN and comma joins',
     'semi': 'semi joins (EXISTS, IN)',
+    'scalar-subqueries': 'correlated scalar subqueries (count, sum, min, max, avg; now and then HAVING) '
+                         'compared in WHERE, correlated on the partition key or on other columns',
     'anti': 'anti joins (NOT EXISTS, LEFT JOIN ... IS NULL, NOT IN)',
     'anti-cols': 'columns of an anti-joined side in the output',
     'semi-under-outer': 'EXISTS in the ON clause of an outer join',
@@ -807,6 +809,9 @@ class QGen(fuzz_shapes.Shapes):
         # windows too: the queries without windows stay those of the seed
         self.wrng = random.Random(world.seed * 7 + 3)
         self.win_share = 0.15
+        # scalar subqueries too
+        self.srng = random.Random(world.seed * 7 + 11)
+        self.scalar_share = 0.15
         # moved joins too, and they take the whole query: the other
         # queries of a seed stay the same ones
         self.mrng = random.Random(world.seed * 7 + 5)
@@ -997,6 +1002,30 @@ class QGen(fuzz_shapes.Shapes):
         body = 'SELECT %s FROM %s %s%s' % (', '.join(rhs), ts['name'], sa,
                                            (' WHERE ' + ' AND '.join(extra)) if extra else '')
         return '%s %sIN (%s)' % (l, 'NOT ' if kind == 'notin' else '', body)
+
+    def scalar_subq(self, q, outer, tout):
+        """a correlated scalar subquery over another table, compared in WHERE"""
+        rng = self.rng
+        ts = rng.choice([t for t in self.w.tables if not t.get('dim')] or self.w.tables)
+        sa = 'q%d' % (self.nsub)
+        self.nsub += 1
+        if rng.random() < 0.6:
+            corr = self.keyeq(sa, ts, outer, tout)
+        else:
+            c = rng.choice(['k', 'k2', 'v', 'r', 'd'])
+            corr = [self.eq('%s.%s' % (sa, c), ts, c, '%s.%s' % (outer, c), tout, c)]
+        extra = [self.filt(q, sa, ts)] if rng.random() < 0.4 else []
+        agg, cmps = rng.choice([
+            ('count(*)', ['= 0', '> 0', '>= 2']),
+            ('count(%s.v)' % sa, ['= 0', '> 1']),
+            ('sum(%s.v)' % sa, ['> 60', 'IS NULL', '< %s.k2' % outer]),
+            ('max(%s.n)' % sa, ['> %s.n' % outer, 'IS NULL', '< 100']),
+            ('min(%s.k2)' % sa, ['IS NOT NULL', '= %s.k2' % outer]),
+            ('avg(%s.v)' % sa, ['> 40', 'IS NULL']),
+        ])
+        having = ' HAVING count(*) > 1' if rng.random() < 0.1 else ''
+        return '(SELECT %s FROM %s %s WHERE %s%s) %s' % (agg, ts['name'], sa, ' AND '.join(corr + extra),
+                                                        having, rng.choice(cmps))
 
     # -- dimension tables ----------------------------------------------------
 
@@ -1497,6 +1526,13 @@ class QGen(fuzz_shapes.Shapes):
         if ('semi' in self.f or 'anti' in self.f) and rng.random() < 0.3:
             it = rng.choice(q.items)
             q.where.append(self.subq(q, it['alias'], it['table']))
+        if 'scalar-subqueries' in self.f and self.srng.random() < self.scalar_share:
+            saved, self.rng = self.rng, self.srng
+            try:
+                it = self.rng.choice([it for it in q.items if not it['table'].get('dim')] or q.items)
+                q.where.append(self.scalar_subq(q, it['alias'], it['table']))
+            finally:
+                self.rng = saved
         if not self.moved and 'windows' in self.f and self.wrng.random() < self.win_share:
             saved, self.rng = self.rng, self.wrng
             try:
