@@ -1,6 +1,7 @@
 --
 -- scalar_subqueries: a correlated scalar subquery over a sharded table in
--- WHERE (an aggregate with no GROUP BY, so always one row) is rewritten as
+-- WHERE or a select list (an aggregate with no GROUP BY, so always one
+-- row) is rewritten as
 -- a LATERAL subquery before PostgreSQL plans the query
 -- (src/plan/scalar_subquery.c); correlated on the partition key, the
 -- tasks run it next to the rows it is correlated to instead of a SubPlan
@@ -68,6 +69,10 @@ SELECT label, (cj_sq_l.check(q)).* FROM (VALUES
 	 'SELECT o_orderkey, o_total FROM orders WHERE o_orderkey = 42 AND (SELECT count(*) FROM "Line Item" WHERE "Order" = o_orderkey) > 0'),
 	('in a subquery in FROM',
 	 'SELECT o_status, count(*) FROM (SELECT * FROM orders WHERE (SELECT sum(l_price) FROM "Line Item" WHERE "Order" = o_orderkey) > 100) s GROUP BY 1'),
+	('in the select list',
+	 'SELECT o_orderkey, (SELECT count(*) FROM "Line Item" WHERE "Order" = o_orderkey), o_status FROM orders WHERE o_orderkey < 50 OR o_orderkey IS NULL'),
+	('in the select list and WHERE, ordered',
+	 'SELECT o_orderkey, (SELECT sum(l_price) FROM "Line Item" WHERE "Order" = o_orderkey) AS total FROM orders WHERE (SELECT max(l_qty) FROM "Line Item" WHERE "Order" = o_orderkey) > 11 ORDER BY 2 DESC NULLS LAST'),
 	('in a WITH query',
 	 'WITH big AS (SELECT o_orderkey, o_custkey FROM orders WHERE (SELECT count(*) FROM "Line Item" WHERE "Order" = o_orderkey) >= 4) SELECT count(*), count(DISTINCT o_custkey) FROM big')
 ) AS t(label, q);
@@ -93,7 +98,8 @@ SELECT o_orderkey FROM orders WHERE o_orderkey IN (SELECT l."Order" FROM "Line I
 WHERE line ~ 'scalar_subquery';
 
 -- left as written (a SubPlan): shapes that need not yield one row, or
--- that PostgreSQL runs once anyway, or outside WHERE
+-- that PostgreSQL runs once anyway, or a select list computed after a
+-- grouping or a LIMIT
 SELECT label, (cj_sq_l.check(q)).* FROM (VALUES
 	('HAVING may leave no row',
 	 'SELECT o_orderkey FROM orders WHERE o_orderkey < 50 AND (SELECT count(*) FROM "Line Item" WHERE "Order" = o_orderkey HAVING count(*) > 3) IS NULL'),
@@ -103,8 +109,10 @@ SELECT label, (cj_sq_l.check(q)).* FROM (VALUES
 	 'SELECT o_orderkey FROM orders WHERE o_orderkey < 50 AND (SELECT l_qty FROM "Line Item" WHERE "Order" = o_orderkey ORDER BY l_qty LIMIT 1) = 4'),
 	('no aggregate',
 	 'SELECT o_orderkey FROM orders WHERE o_orderkey < 50 AND (SELECT o_total FROM orders o2 WHERE o2.o_orderkey = orders.o_orderkey) > 20'),
-	('in the select list',
-	 'SELECT o_orderkey, (SELECT count(*) FROM "Line Item" WHERE "Order" = o_orderkey) FROM orders WHERE o_orderkey < 50'),
+	('in the select list, with LIMIT',
+	 'SELECT o_orderkey, (SELECT count(*) FROM "Line Item" WHERE "Order" = o_orderkey) FROM orders ORDER BY o_orderkey LIMIT 5'),
+	('in the select list of a grouped query',
+	 'SELECT o_status, (SELECT count(*) FROM "Line Item" WHERE "Order" = min(o_orderkey)) FROM orders GROUP BY o_status'),
 	('uncorrelated: an InitPlan',
 	 'SELECT o_orderkey FROM orders WHERE o_total > (SELECT avg(l_price) FROM "Line Item") * 5')
 ) AS t(label, q);

@@ -88,7 +88,7 @@ define_settings(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("colojoin.enable_lateral_subqueries",
-							 "Rewrites correlated scalar subqueries over sharded tables in WHERE as LATERAL subqueries, which the tasks can run.",
+							 "Rewrites correlated scalar subqueries over sharded tables in WHERE and select lists as LATERAL subqueries, which the tasks can run.",
 							 "Only aggregates without GROUP BY, HAVING or LIMIT, which always yield one row.",
 							 &colojoin_enable_lateral_subqueries,
 							 true,

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * scalar_subquery.c
- *	  Correlated scalar subqueries over sharded tables, in a WHERE clause,
- *	  rewritten as LATERAL subqueries before PostgreSQL plans the query.
+ *	  Correlated scalar subqueries over sharded tables, in a WHERE clause
+ *	  or a select list, rewritten as LATERAL subqueries before PostgreSQL
+ *	  plans the query.
  *
  *	  PostgreSQL runs WHERE o_totalprice < (SELECT max(l_extendedprice)
  *	  FROM lineitem WHERE l_orderkey = o_orderkey) as a SubPlan: a round
@@ -15,7 +16,8 @@
  *	  window function or set-returning function, whose one output column
  *	  then stands for the subquery wherever it appeared (a count over no
  *	  rows is 0 there as here, a max is NULL).  Nothing volatile inside,
- *	  and only at query levels without FOR UPDATE; the subquery must read
+ *	  and only at query levels without FOR UPDATE (in the select list: of
+ *	  a level that neither aggregates nor limits); the subquery must read
  *	  a sharded table of postgres_fdw leaves, and so must the query level
  *	  it is correlated to (itself or through a subquery in FROM: a view).
  *	  Elsewhere the query is left as written.
@@ -34,6 +36,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "rewrite/rewriteManip.h"
 #include "utils/lsyscache.h"
 
 #include "metadata/metadata.h"
@@ -120,6 +123,9 @@ one_row_subquery(SubLink *sl)
 		return false;
 	/* uncorrelated ones already run once, as an InitPlan */
 	if (!contain_vars_of_level((Node *) s, 1))
+		return false;
+	/* an aggregate of the level above belongs where it is */
+	if (contain_aggs_of_level((Node *) s, 1))
 		return false;
 	return !contain_volatile_functions((Node *) s) && reads_sharded_table(s);
 }
@@ -228,12 +234,25 @@ lateralize_level(Query *q)
 		return;
 
 	if (q->commandType == CMD_SELECT && q->setOperations == NULL &&
-		q->jointree != NULL && q->jointree->quals != NULL &&
-		q->rowMarks == NIL && !q->hasForUpdate && reads_sharded_table(q))
+		q->jointree != NULL && q->rowMarks == NIL && !q->hasForUpdate &&
+		reads_sharded_table(q))
 	{
 		LateralizeContext cxt = {q, 0};
 
-		q->jointree->quals = lateralize_mutator(q->jointree->quals, &cxt);
+		if (q->jointree->quals != NULL)
+			q->jointree->quals = lateralize_mutator(q->jointree->quals, &cxt);
+
+		/*
+		 * The select list too where each output row is one row of FROM (no
+		 * aggregate, grouping, window or set-returning function) and every
+		 * such row is computed anyway: with LIMIT, PostgreSQL may compute a
+		 * SubPlan of the select list only for the rows it returns.
+		 */
+		if (!q->hasAggs && q->groupClause == NIL && q->groupingSets == NIL &&
+			q->havingQual == NULL && !q->hasWindowFuncs && !q->hasTargetSRFs &&
+			q->limitCount == NULL && q->limitOffset == NULL)
+			q->targetList = (List *) lateralize_mutator((Node *) q->targetList,
+														&cxt);
 	}
 	/* and the sublinks left anywhere in this level */
 	(void) query_tree_walker(q, sublink_levels_walker, NULL,

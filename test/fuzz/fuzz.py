@@ -1024,8 +1024,8 @@ class QGen(fuzz_shapes.Shapes):
             ('avg(%s.v)' % sa, ['> 40', 'IS NULL']),
         ])
         having = ' HAVING count(*) > 1' if rng.random() < 0.1 else ''
-        return '(SELECT %s FROM %s %s WHERE %s%s) %s' % (agg, ts['name'], sa, ' AND '.join(corr + extra),
-                                                        having, rng.choice(cmps))
+        sub = '(SELECT %s FROM %s %s WHERE %s%s)' % (agg, ts['name'], sa, ' AND '.join(corr + extra), having)
+        return sub, '%s %s' % (sub, rng.choice(cmps))
 
     # -- dimension tables ----------------------------------------------------
 
@@ -1530,7 +1530,12 @@ class QGen(fuzz_shapes.Shapes):
             saved, self.rng = self.rng, self.srng
             try:
                 it = self.rng.choice([it for it in q.items if not it['table'].get('dim')] or q.items)
-                q.where.append(self.scalar_subq(q, it['alias'], it['table']))
+                sub, cond = self.scalar_subq(q, it['alias'], it['table'])
+                # in the select list (of a query that does not aggregate) or WHERE
+                if self.rng.random() < 0.3:
+                    q.scalar_sel = sub
+                else:
+                    q.where.append(cond)
             finally:
                 self.rng = saved
         if not self.moved and 'windows' in self.f and self.wrng.random() < self.win_share:
@@ -1880,6 +1885,8 @@ def render(q, prepared=True):
             outs = ['count(*)']
     else:
         outs = list(q.select) or ['1']
+        if getattr(q, 'scalar_sel', None):
+            outs.append(q.scalar_sel)
     sel = ', '.join('%s AS c%d' % (e, i + 1) for i, e in enumerate(outs))
     if q.wsel and not q.agg:
         if not q.select:
