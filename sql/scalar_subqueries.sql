@@ -77,7 +77,8 @@ SELECT label, (cj_sq_l.check(q)).* FROM (VALUES
 	 'WITH big AS (SELECT o_orderkey, o_custkey FROM orders WHERE (SELECT count(*) FROM "Line Item" WHERE "Order" = o_orderkey) >= 4) SELECT count(*), count(DISTINCT o_custkey) FROM big')
 ) AS t(label, q);
 
--- rewritten, not in the tasks: the answer is PostgreSQL's still
+-- not in the tasks (correlated on another column: left a SubPlan;
+-- rewritten, but PostgreSQL joins): the answer is PostgreSQL's still
 SELECT label, (cj_sq_l.check(q)).same, (cj_sq_l.check(q)).nrows FROM (VALUES
 	('correlated on a column that is not the key',
 	 'SELECT o_orderkey FROM orders WHERE (SELECT count(*) FROM "Line Item" WHERE l_qty = o_custkey % 13 AND "Order" < 20) > 2'),
@@ -92,6 +93,11 @@ SELECT label, (cj_sq_l.check(q)).same, (cj_sq_l.check(q)).nrows FROM (VALUES
 	('inside an EXISTS, correlated otherwise',
 	 'SELECT c_custkey FROM customer WHERE EXISTS (SELECT FROM orders WHERE o_custkey = c_custkey AND (SELECT sum(l_qty) FROM "Line Item" WHERE l_qty = o_custkey % 13 AND "Order" < 30) > 5)')
 ) AS t(label, q);
+-- correlated on another column than the key: still a SubPlan
+SELECT count(*) FILTER (WHERE line ~ 'SubPlan') AS subplans,
+	   count(*) FILTER (WHERE line ~ 'scalar_subquery') AS rewritten
+FROM plan_explain($$
+SELECT o_orderkey FROM orders WHERE (SELECT count(*) FROM "Line Item" WHERE l_qty = o_custkey % 13 AND "Order" < 20) > 2$$) AS line;
 -- those nested in IN and EXISTS are rewritten in their own level
 SELECT count(*) AS rewritten FROM plan_explain($$
 SELECT o_orderkey FROM orders WHERE o_orderkey IN (SELECT l."Order" FROM "Line Item" l WHERE l.l_qty > 10 AND (SELECT count(*) FROM orders o2 WHERE o2.o_orderkey = l."Order" AND o2.o_status = 'F') > 0)$$) AS line

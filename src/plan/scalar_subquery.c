@@ -17,10 +17,12 @@
  *	  then stands for the subquery wherever it appeared (a count over no
  *	  rows is 0 there as here, a max is NULL).  Nothing volatile inside,
  *	  and only at query levels without FOR UPDATE (in the select list: of
- *	  a level that neither aggregates nor limits); the subquery must read
- *	  a sharded table of postgres_fdw leaves, and so must the query level
- *	  it is correlated to (itself or through a subquery in FROM: a view).
- *	  Elsewhere the query is left as written.
+ *	  a level that neither aggregates nor limits); the subquery's WHERE
+ *	  must equate the partition key of a sharded table of postgres_fdw
+ *	  leaves with a value of the level above, which must read a sharded
+ *	  table too (itself or through a subquery in FROM: a view).  Elsewhere
+ *	  the query is left as written: correlated otherwise, the tasks could
+ *	  not run it, and the SubPlan costs what the LATERAL item would.
  *
  *	  Owns the rewrite only: whether the tasks can run the result is
  *	  lateral.c's decision, made later with everything else; when colojoin
@@ -36,6 +38,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
+#include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/lsyscache.h"
 
@@ -75,6 +78,60 @@ reads_sharded_table(Query *q)
 			return true;
 		if (rte->rtekind == RTE_SUBQUERY && rte->subquery != NULL &&
 			reads_sharded_table(rte->subquery))
+			return true;
+	}
+	return false;
+}
+
+/* e reads the level above and nothing of its own level */
+static bool
+outer_only(Node *e)
+{
+	return contain_vars_of_level(e, 1) && !contain_vars_of_level(e, 0) &&
+		!contain_volatile_functions(e);
+}
+
+/*
+ * correlated_on_key
+ *		Whether s's WHERE equates the one-column partition key of a sharded
+ *		table it reads with a value of the level above: what lateral.c needs
+ *		to run it in the tasks.  Otherwise the SubPlan stays, as cheap as
+ *		the LATERAL item would be and what users know from PostgreSQL.
+ */
+static bool
+correlated_on_key(Query *s)
+{
+	List	   *conjuncts;
+	ListCell   *lc;
+
+	if (s->jointree == NULL || s->jointree->quals == NULL)
+		return false;
+	conjuncts = make_ands_implicit((Expr *) s->jointree->quals);
+	foreach(lc, conjuncts)
+	{
+		OpExpr	   *op = lfirst(lc);
+		Var		   *v;
+		Node	   *other;
+		RangeTblEntry *rte;
+		CjTable    *t;
+
+		if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+			continue;
+		v = linitial(op->args);
+		other = lsecond(op->args);
+		if (!IsA(v, Var))
+		{
+			v = lsecond(op->args);
+			other = linitial(op->args);
+		}
+		if (!IsA(v, Var) || v->varlevelsup != 0 || !outer_only(other) ||
+			!op_hashjoinable(op->opno, exprType((Node *) v)))
+			continue;
+		rte = rt_fetch(v->varno, s->rtable);
+		if (rte->rtekind != RTE_RELATION || !is_sharded(rte->relid))
+			continue;
+		t = cj_get_table(rte->relid);
+		if (t->partnatts == 1 && t->partattrs[0] == v->varattno)
 			return true;
 	}
 	return false;
@@ -127,7 +184,7 @@ one_row_subquery(SubLink *sl)
 	/* an aggregate of the level above belongs where it is */
 	if (contain_aggs_of_level((Node *) s, 1))
 		return false;
-	return !contain_volatile_functions((Node *) s) && reads_sharded_table(s);
+	return !contain_volatile_functions((Node *) s) && correlated_on_key(s);
 }
 
 /* sl's subquery as a new LATERAL item of cxt->query; the Var of its value */
