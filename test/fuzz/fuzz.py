@@ -960,6 +960,18 @@ class QGen(fuzz_shapes.Shapes):
     def small(self, t, n=600):
         return t['N'] <= n
 
+    def correlation(self, q, sa, ts, outer, tout):
+        """(conditions correlating subquery alias sa of ts with outer, maybe a
+        filter of sa): the partition keys equated mostly, else one column"""
+        rng = self.rng
+        if rng.random() < 0.6:
+            corr = self.keyeq(sa, ts, outer, tout)
+        else:
+            c = rng.choice(['k', 'k2', 'v', 'r', 'd'])
+            corr = [self.eq('%s.%s' % (sa, c), ts, c, '%s.%s' % (outer, c), tout, c)]
+        extra = [self.filt(q, sa, ts)] if rng.random() < 0.4 else []
+        return corr, extra
+
     def subq(self, q, outer, tout, depth_ok=True):
         """EXISTS / IN / NOT EXISTS / NOT IN over another table"""
         rng = self.rng
@@ -972,12 +984,7 @@ class QGen(fuzz_shapes.Shapes):
             corr = ['%s.v %s %s.v' % (sa, rng.choice(['<', '>', '<>']), outer)]
             s = 'EXISTS (SELECT 1 FROM %s %s WHERE %s)' % (ts['name'], sa, ' AND '.join(corr))
             return ('NOT ' + s) if 'anti' in self.f and rng.random() < 0.5 else s
-        if rng.random() < 0.6:
-            corr = self.keyeq(sa, ts, outer, tout)
-        else:
-            c = rng.choice(['k', 'k2', 'v', 'r', 'd'])
-            corr = [self.eq('%s.%s' % (sa, c), ts, c, '%s.%s' % (outer, c), tout, c)]
-        extra = [self.filt(q, sa, ts)] if rng.random() < 0.4 else []
+        corr, extra = self.correlation(q, sa, ts, outer, tout)
         kinds = []
         if 'semi' in self.f:
             kinds += ['exists', 'in', 'in']
@@ -1009,12 +1016,7 @@ class QGen(fuzz_shapes.Shapes):
         ts = rng.choice([t for t in self.w.tables if not t.get('dim')] or self.w.tables)
         sa = 'q%d' % (self.nsub)
         self.nsub += 1
-        if rng.random() < 0.6:
-            corr = self.keyeq(sa, ts, outer, tout)
-        else:
-            c = rng.choice(['k', 'k2', 'v', 'r', 'd'])
-            corr = [self.eq('%s.%s' % (sa, c), ts, c, '%s.%s' % (outer, c), tout, c)]
-        extra = [self.filt(q, sa, ts)] if rng.random() < 0.4 else []
+        corr, extra = self.correlation(q, sa, ts, outer, tout)
         agg, cmps = rng.choice([
             ('count(*)', ['= 0', '> 0', '>= 2']),
             ('count(%s.v)' % sa, ['= 0', '> 1']),

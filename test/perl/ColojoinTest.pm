@@ -19,7 +19,8 @@ our @EXPORT =
   qw(cj_new_node cj_new_cluster cj_explain cj_query cj_session cj_lock_tables
   cj_pair_tables cj_pair_pgbench_script cj_colojoin_connections
   cj_wait_colojoin_connections cj_connection_sampler cj_fill_connections
-  cj_order_tables cj_order_writes cj_twins_equal_sql cj_move_remains_sql);
+  cj_order_tables cj_order_writes cj_twins_equal_sql cj_move_remains_sql
+  cj_paused_write);
 
 # Settings every test server gets: small, fast, and UTF8 whatever the locale.
 my $common_conf = <<'CONF';
@@ -150,6 +151,39 @@ sub cj_session
 	my $session = $node->background_psql($db // 'postgres', on_error_stop => 0);
 	$session->set_query_timer_restart;
 	return $session;
+}
+
+=pod
+
+=head1 cj_paused_write($coord, $sql)
+
+Runs $sql in a new session of $coord held between its PREPARE TRANSACTIONs
+and its local commit (colojoin.debug_pause_after_prepare on advisory lock
+4242, which a second new session takes first), and returns once the writer
+is seen waiting for that lock in pg_locks (an ok() test).  Returns
+{ holder => session, writer => session }: SELECT pg_advisory_unlock(4242)
+on the holder lets the writer go on; its output ends with "statement
+finished".
+
+=cut
+
+sub cj_paused_write
+{
+	my ($coord, $sql) = @_;
+	my $holder = cj_session($coord);
+	my $writer = cj_session($coord);
+	my $pid = cj_query($writer, 'SELECT pg_backend_pid()');
+	cj_query($holder, 'SELECT pg_advisory_lock(4242)');
+	cj_query($writer, 'SET colojoin.debug_pause_after_prepare = 4242');
+	$writer->query_until(qr/statement started\n/,
+		"\\echo statement started\n$sql;\n\\echo statement finished\n");
+	Test::More::ok(
+		$coord->poll_query_until(
+			'postgres',
+			"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 "
+			  . "AND NOT granted AND pid = $pid"),
+		'the writer waits between PREPARE and the local commit');
+	return { holder => $holder, writer => $writer };
 }
 
 =pod

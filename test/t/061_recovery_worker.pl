@@ -128,24 +128,13 @@ sub logged
 }
 
 # The writer: a session held between PREPARE and its local commit by the
-# advisory lock 4242, which $holder takes first.
-my ($holder, $writer, $writer_pid);
+# advisory lock 4242, which $holder takes first (cj_paused_write).
+my ($holder, $writer);
 
 sub start_write
 {
-	my ($sql) = @_;
-	$holder = cj_session($coord);
-	$writer = cj_session($coord);
-	$writer_pid = cj_query($writer, 'SELECT pg_backend_pid()');
-	cj_query($holder, 'SELECT pg_advisory_lock(4242)');
-	cj_query($writer, 'SET colojoin.debug_pause_after_prepare = 4242');
-	$writer->query_until(qr/statement started\n/,
-		"\\echo statement started\n$sql;\n\\echo statement finished\n");
-	ok( $coord->poll_query_until(
-			'postgres',
-			"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 "
-			  . "AND NOT granted AND pid = $writer_pid"),
-		'the writer waits between PREPARE and the local commit');
+	my $w = cj_paused_write($coord, $_[0]);
+	($holder, $writer) = ($w->{holder}, $w->{writer});
 }
 
 # --- the launcher, and the setting ------------------------------------------------

@@ -88,18 +88,8 @@ is($coord->safe_psql('postgres', "SELECT setting || ' ' || unit || ' ' || contex
 ($log, $out) = logged_by_session($node2, $count);
 unlike($log, $pending_re, 'node 2 is known to hold nothing prepared');
 
-my $holder = cj_session($coord);
-my $writer = cj_session($coord);
-my $writer_pid = cj_query($writer, 'SELECT pg_backend_pid()');
-cj_query($holder, 'SELECT pg_advisory_lock(4242)');
-cj_query($writer, 'SET colojoin.debug_pause_after_prepare = 4242');
-$writer->query_until(qr/statement started\n/,
-	"\\echo statement started\nUPDATE a SET v = v + 1000;\n\\echo statement finished\n");
-ok( $coord->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 "
-		  . "AND NOT granted AND pid = $writer_pid"),
-	'the writer waits between PREPARE and its local commit');
+my $w = cj_paused_write($coord, 'UPDATE a SET v = v + 1000');
+my ($holder, $writer) = ($w->{holder}, $w->{writer});
 $node2->stop('fast');
 cj_query($holder, 'SELECT pg_advisory_unlock(4242)');
 ok(pump_until($writer->{run}, $writer->{timeout}, \$writer->{stdout}, qr/statement finished\n/),
