@@ -2,7 +2,8 @@
  *
  * shared_table.c
  *	  Fixed-size hash tables in shared memory that colojoin's modules keep
- *	  for every backend of the server (remote sizes, planning decisions):
+ *	  for every backend of the server (remote sizes, planning decisions,
+ *	  session setups):
  *	  asking for the memory and a lock while the library is preloaded,
  *	  attaching at startup, and making room by evicting the entry whose
  *	  timestamp is oldest.
