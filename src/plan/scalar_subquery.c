@@ -201,6 +201,7 @@ lateral_item(SubLink *sl, LateralizeContext *cxt)
 	cxt->added++;
 	name = cxt->added == 1 ? pstrdup("scalar_subquery") :
 		psprintf("scalar_subquery_%d", cxt->added);
+
 	/*
 	 * OFFSET 0 changes no row, and keeps PostgreSQL from moving the WHERE
 	 * clause's conditions on the value into the subquery's own planning,
