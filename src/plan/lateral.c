@@ -1067,28 +1067,37 @@ tree_laterals(CjJoinTree *t, List *result)
 	return tree_laterals(t->inner, tree_laterals(t->outer, result));
 }
 
+/* the table of g that lt follows by its classes, read in place, or NULL */
+static CjBaseRel *
+anchor_in_place(CjJoinGroup *g, CjLateralTable *lt)
+{
+	ListCell   *lc;
+
+	foreach(lc, g->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		if (br->rtindex == lt->anchor)
+			return (br->move == CJ_MOVE_NONE && br->space_index >= 0) ? br : NULL;
+	}
+	return NULL;
+}
+
 /* the class of lt's table that class c of g's space reads, or -1 */
 static int
 table_class(CjJoinGroup *g, CjLateralTable *lt, int c)
 {
-	ListCell   *lc;
+	CjBaseRel  *br;
+	int			m;
 
 	if (lt->whole)
 		return 0;
-	foreach(lc, g->rels)
-	{
-		CjBaseRel  *br = lfirst(lc);
-		int			m;
-
-		if (br->rtindex != lt->anchor)
-			continue;
-		if (br->move != CJ_MOVE_NONE || br->space_index < 0)
-			elog(ERROR, "colojoin: the table LATERAL subquery follows is not read in place");
-		m = CJ_MEMBER(g->space, c, br->space_index);
-		return m >= 0 ? lt->classes[m] : -1;
-	}
-	elog(ERROR, "colojoin: the table a LATERAL subquery follows is not in its group");
-	return -1;					/* keep compiler quiet */
+	/* assign_tasks declined the group otherwise */
+	br = anchor_in_place(g, lt);
+	if (br == NULL)
+		elog(ERROR, "colojoin: the table a LATERAL subquery follows is not read in place");
+	m = CJ_MEMBER(g->space, c, br->space_index);
+	return m >= 0 ? lt->classes[m] : -1;
 }
 
 /*
@@ -1111,23 +1120,13 @@ cj_lateral_anchors_in_place(CjJoinGroup *g, List **reasons)
 		foreach(lt, lat->tables)
 		{
 			CjLateralTable *t = lfirst(lt);
-			ListCell   *lr;
 
-			if (t->whole || t->moved)
+			if (t->whole || t->moved || anchor_in_place(g, t) != NULL)
 				continue;
-			foreach(lr, g->rels)
-			{
-				CjBaseRel  *br = lfirst(lr);
-
-				if (br->rtindex == t->anchor &&
-					(br->move != CJ_MOVE_NONE || br->space_index < 0))
-				{
-					*reasons = lappend(*reasons,
-									   psprintf("%s %s follows the classes of %s, which this join would move",
-												lat->kind, lat->alias, br->alias));
-					return false;
-				}
-			}
+			*reasons = lappend(*reasons,
+							   psprintf("%s %s follows the classes of a table this join would move",
+										lat->kind, lat->alias));
+			return false;
 		}
 	}
 	return true;

@@ -39,7 +39,6 @@
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
-#include "rewrite/rewriteManip.h"
 #include "utils/lsyscache.h"
 
 #include "metadata/metadata.h"
@@ -178,12 +177,12 @@ one_row_subquery(SubLink *sl)
 		s->rowMarks != NIL || s->hasForUpdate || s->hasModifyingCTE ||
 		only_column(s) == NULL)
 		return false;
-	/* uncorrelated ones already run once, as an InitPlan */
-	if (!contain_vars_of_level((Node *) s, 1))
-		return false;
-	/* an aggregate of the level above belongs where it is */
-	if (contain_aggs_of_level((Node *) s, 1))
-		return false;
+	/*
+	 * Correlated on a key, so not one PostgreSQL runs once as an InitPlan.
+	 * (An aggregate of the level above inside it would make that level
+	 * aggregate: neither its WHERE nor a select list rewritten here can
+	 * hold one.)
+	 */
 	return !contain_volatile_functions((Node *) s) && correlated_on_key(s);
 }
 
