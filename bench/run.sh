@@ -710,7 +710,6 @@ uptime >"$OUT/raw/load_before.txt"
 # machine.  Now the configurations of one query are at most a minute or
 # two apart.
 for name in J1 P C1 Q2 Q3 R1 R2 S1 W1; do
-	[ "$name" != P ] || continue
 	want "$name" || continue
 	for cfg in $CONFIGS; do
 		set_server_options "${CFG_SERVERS[$cfg]}"
