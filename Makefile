@@ -69,6 +69,7 @@ OBJS = \
 	src/plan/scalar_subquery.o \
 	src/plan/qual_placement.o \
 	src/plan/stage_move.o \
+	src/plan/coordinator_rows.o \
 	src/plan/upper.o \
 	src/plan/windows.o \
 	src/exec/executor.o \

@@ -169,8 +169,9 @@ SELECT DISTINCT ON (v) v, k FROM a ORDER BY v, k LIMIT 1;
 SELECT k, rank() OVER (PARTITION BY v ORDER BY k) FROM a ORDER BY 1 LIMIT 1;
 SELECT k, rank() OVER (PARTITION BY k ORDER BY v) FROM a ORDER BY 1 LIMIT 1;
 SELECT a.k, count(*) FROM a JOIN b ON a.k = b.k GROUP BY a.k ORDER BY 2 DESC, 1 LIMIT 1;
--- and a join with what is not a table of theirs: a function's rows, a
--- subquery aggregating all its rows
+-- and a join with what is not a table of theirs: a function's rows (which
+-- only a broadcast would take to the nodes, off here: no notice, as for
+-- the plain table), a subquery aggregating all its rows
 SELECT count(*) FROM a JOIN generate_series(1, 3) g ON a.k = g;
 SELECT count(*) FROM a WHERE a.k IN (SELECT count(*) FROM b);
 -- off again: silence

@@ -87,6 +87,13 @@ define_settings(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_coordinator_rows",
+							 "Enables joins that broadcast rows the coordinator computes (a WITH query, a subquery, VALUES, a function) to the nodes of a colocated join.",
+							 "Needs colojoin.enable_broadcast too; only relations of at most colojoin.broadcast_threshold rows.",
+							 &colojoin_enable_coordinator_rows,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("colojoin.enable_lateral_subqueries",
 							 "Rewrites correlated scalar subqueries over sharded tables in WHERE and select lists as LATERAL subqueries, which the tasks can run.",
 							 "Only aggregates without GROUP BY, HAVING or LIMIT, which always yield one row.",

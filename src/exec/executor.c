@@ -158,6 +158,26 @@ cj_begin_scan(CustomScanState *node, EState *estate, int eflags)
 		}
 	}
 
+	/*
+	 * The child plans computing the coordinator rows the moves broadcast:
+	 * read forward, to their end, and again only after a rescan.
+	 */
+	st->ncoord = list_length(cscan->custom_plans);
+	st->coord = palloc0(sizeof(CjStoredRows) * Max(st->ncoord, 1));
+	st->coord_done = palloc0(sizeof(bool) * Max(st->ncoord, 1));
+	node->custom_ps = NIL;
+	i = 0;
+	foreach(lc, cscan->custom_plans)
+	{
+		PlanState  *child = ExecInitNode((Plan *) lfirst(lc), estate,
+										 eflags & ~(EXEC_FLAG_BACKWARD | EXEC_FLAG_MARK));
+
+		node->custom_ps = lappend(node->custom_ps, child);
+		st->coord[i++].slot = ExecAllocTableSlot(&estate->es_tupleTable,
+												 ExecGetResultType(child),
+												 &TTSOpsMinimalTuple);
+	}
+
 	/* parameters: evaluated when the scan starts */
 	st->param_states = ExecInitExprList(cscan->custom_exprs, &node->ss.ps);
 	st->nparams = list_length(cscan->custom_exprs);
@@ -496,6 +516,9 @@ moves_reusable(CjScanState *st, Oid userid)
 
 	if (!st->moves_ready)
 		return false;
+	for (i = 0; i < st->ncoord; i++)
+		if (!st->coord_done[i])
+			return false;
 	for (i = 0; i < st->nmoves; i++)
 	{
 		CjExecMove *move = &st->moves[i];
@@ -535,6 +558,52 @@ static void analyze_moves(CjScanState *st, CjMoveRun *runs, int *which,
 						  int nruns);
 
 /*
+ * coordinator_rows
+ *		The rows of child plan k, computed to their end (once per run of the
+ *		moves: a rescan that changed its parameters clears them) and kept in
+ *		the query's memory, spilling to disk past work_mem like any
+ *		tuplestore.
+ */
+static CjStoredRows *
+coordinator_rows(CjScanState *st, int k)
+{
+	CjStoredRows *rows;
+	PlanState  *child;
+
+	if (k < 0 || k >= st->ncoord)
+		elog(ERROR, "colojoin: a move names child plan %d of %d", k, st->ncoord);
+	rows = &st->coord[k];
+	if (st->coord_done[k])
+		return rows;
+	child = (PlanState *) list_nth(st->css.custom_ps, k);
+	if (rows->store == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(st->css.ss.ps.state->es_query_cxt);
+
+		rows->store = tuplestore_begin_heap(false, false, work_mem);
+		MemoryContextSwitchTo(old);
+		if (child->chgParam != NULL)
+			ExecReScan(child);
+	}
+	else
+	{
+		tuplestore_clear(rows->store);
+		ExecReScan(child);
+	}
+	for (;;)
+	{
+		TupleTableSlot *slot = ExecProcNode(child);
+
+		if (TupIsNull(slot))
+			break;
+		tuplestore_puttupleslot(rows->store, slot);
+		CHECK_FOR_INTERRUPTS();
+	}
+	st->coord_done[k] = true;
+	return rows;
+}
+
+/*
  * run_moves
  *		Fill the temporary tables of the plan's moves, one COPY stream per
  *		source node, through the coordinator in bounded memory.  The tables
@@ -562,8 +631,20 @@ run_moves(CjScanState *st, Oid userid)
 				 errdetail("The plan was made before the writes; moving rows reads the nodes through connections that do not see them."),
 				 errhint("Run the query again: plans made after the writes do not move rows.")));
 
+	/*
+	 * The rows the coordinator computes, first: a colojoin scan inside a
+	 * child plan uses connections of its own and is done with them before
+	 * any temporary table is made.
+	 */
 	for (i = 0; i < st->nmoves; i++)
+	{
+		ListCell   *lc;
+
 		maxlevel = Max(maxlevel, st->moves[i].level);
+		foreach(lc, st->moves[i].sources)
+			if (IsA(lsecond((List *) lfirst(lc)), Integer))
+				(void) coordinator_rows(st, intVal(lsecond((List *) lfirst(lc))));
+	}
 
 	/*
 	 * Every table first, level 0 on the slot the tasks on its node will run
@@ -622,11 +703,21 @@ run_moves(CjScanState *st, Oid userid)
 			run->source_servers = palloc(sizeof(Oid) * Max(run->nsources, 1));
 			run->source_sql = palloc(sizeof(char *) * Max(run->nsources, 1));
 			run->source_slots = palloc(sizeof(int) * Max(run->nsources, 1));
+			run->source_rows = palloc0(sizeof(CjStoredRows *) * Max(run->nsources, 1));
 			foreach(lc, move->sources)
 			{
 				List	   *source = (List *) lfirst(lc);
 
 				run->source_servers[j] = (Oid) intVal(linitial(source));
+				if (IsA(lsecond(source), Integer))
+				{
+					/* rows a child plan computed here (above) */
+					run->source_rows[j] = coordinator_rows(st, intVal(lsecond(source)));
+					run->source_sql[j] = NULL;
+					run->source_slots[j] = -1;
+					j++;
+					continue;
+				}
 				run->source_sql[j] = execution_names(st, strVal(lsecond(source)));
 				/* a stage's source reads the level below where it is */
 				run->source_slots[j] =
@@ -1324,11 +1415,18 @@ static void
 cj_end_scan(CustomScanState *node)
 {
 	CjScanState *st = (CjScanState *) node;
+	ListCell   *lc;
+	int			i;
 
 	if (st->started)
 		stop_workers(st);
 	if (st->moves_ready)
 		drop_moves(st);
+	foreach(lc, node->custom_ps)
+		ExecEndNode((PlanState *) lfirst(lc));
+	for (i = 0; i < st->ncoord; i++)
+		if (st->coord[i].store != NULL)
+			tuplestore_end(st->coord[i].store);
 }
 
 /*
@@ -1340,6 +1438,21 @@ static void
 cj_rescan(CustomScanState *node)
 {
 	CjScanState *st = (CjScanState *) node;
+	ListCell   *lc;
+
+	/*
+	 * A child plan computing coordinator rows whose parameters changed
+	 * computes them again, and the moves carry the new ones.
+	 */
+	foreach(lc, node->custom_ps)
+	{
+		PlanState  *child = (PlanState *) lfirst(lc);
+
+		if (node->ss.ps.chgParam != NULL)
+			UpdateChangedParamSet(child, node->ss.ps.chgParam);
+		if (child->chgParam != NULL)
+			st->coord_done[foreach_current_index(lc)] = false;
+	}
 
 	/* the same parameters: the rows of the complete run are the answer */
 	if (st->replay_complete && node->ss.ps.chgParam == NULL)

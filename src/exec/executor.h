@@ -13,6 +13,7 @@
 #include "nodes/execnodes.h"
 #include "portability/instr_time.h"
 
+#include "exec/local_source.h"
 #include "remote/connection.h"
 #include "remote/row_decode.h"
 
@@ -110,6 +111,16 @@ typedef struct CjScanState
 	int			nplanned;		/* the classes the tasks read */
 	int			nmoves;
 	CjExecMove *moves;
+
+	/*
+	 * Rows the coordinator computes for the moves: each child plan's
+	 * (custom_ps), run to its end before the moves start, so that a
+	 * colojoin scan inside it is done with its connections.  Made again
+	 * when a rescan changes a parameter the child plan reads.
+	 */
+	int			ncoord;
+	CjStoredRows *coord;
+	bool	   *coord_done;		/* its rows are in coord[k].store */
 
 	/* parameters sent as $1..$n */
 	List	   *param_states;	/* ExprState * */

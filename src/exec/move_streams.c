@@ -381,8 +381,12 @@ run_wave(CjMoveRun **runs, int nruns, Oid userid)
 		{
 			if (OidIsValid(run->source_servers[j]))
 				continue;
-			run->bytes += cj_copy_local_rows(run->source_sql[j], run->dest_conn,
-											 run->copy_in_sql, run->context);
+			if (run->source_rows != NULL && run->source_rows[j] != NULL)
+				run->bytes += cj_copy_stored_rows(run->source_rows[j], run->dest_conn,
+												  run->copy_in_sql, run->context);
+			else
+				run->bytes += cj_copy_local_rows(run->source_sql[j], run->dest_conn,
+												 run->copy_in_sql, run->context);
 			run->rows += cj_copy_last_rows();
 		}
 		for (j = 0; j < run->nsources; j++)

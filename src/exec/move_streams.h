@@ -30,6 +30,9 @@ typedef struct CjMoveRun
 	int			nsources;
 	Oid		   *source_servers; /* InvalidOid: the coordinator's own rows */
 	const char **source_sql;	/* COPY (...) TO STDOUT, or the local query */
+	struct CjStoredRows **source_rows;	/* the coordinator's computed rows
+										 * (local_source.h), or NULL; NULL:
+										 * none */
 	int		   *source_slots;	/* the connection slot a source must run on
 								 * (it reads temporary tables there), or -1;
 								 * NULL: -1 for all */

@@ -180,7 +180,7 @@ cj_make_base_rel(PlannerInfo *root, RelOptInfo *rel, List **reasons)
 	 */
 	if (!cj_is_sharded_baserel(root, rel))
 	{
-		if (cj_is_dimension_rel(root, rel))
+		if (cj_is_dimension_rel(root, rel) || cj_is_coordinator_rows_rel(root, rel))
 			*reasons = lappend(*reasons,
 							   psprintf("relation %s is not a sharded table",
 										planner_rt_fetch(rel->relid, root)->eref->aliasname));

@@ -117,10 +117,15 @@ cj_choose_move(PlannerInfo *root, CjJoinGroup *ag, CjBaseRel *mb,
 			(allow_broadcast && mrel->rows <= colojoin_broadcast_threshold))
 			return CJ_MOVE_BROADCAST;
 		*reasons = lappend(*reasons,
-						   psprintf("table %s is not sharded and %s", mb->alias,
+						   psprintf("%s %s %s and %s",
+									mb->coord_path != NULL ? "the rows of" : "table",
+									mb->alias,
+									mb->coord_path != NULL ?
+									"are computed on the coordinator" : "is not sharded",
 									forced == CJ_MOVE_REPARTITION ?
 									"can only be broadcast, not repartitioned" :
 									!allow_broadcast ? "broadcast is disabled" :
+									mb->coord_path != NULL ? "are too many to broadcast" :
 									"is too large to broadcast"));
 		return CJ_MOVE_NONE;
 	}
@@ -208,6 +213,9 @@ cj_move_description(CjBaseRel *mb, CjBaseRel *anchor)
 								quote_identifier(anchor->alias));
 			}
 		case CJ_MOVE_BROADCAST:
+			if (mb->coord_path != NULL)
+				return psprintf("%s computed on the coordinator, broadcast to the nodes of %s",
+								quote_identifier(mb->alias), quote_identifier(anchor->alias));
 			return psprintf("%s broadcast to the nodes of %s",
 							quote_identifier(mb->alias), quote_identifier(anchor->alias));
 	}
@@ -376,6 +384,10 @@ cj_moves_cost(PlannerInfo *root, CjJoinGroup *g)
 		 */
 		if (br->in_subquery)
 			cost += br->subquery_tuples * cpu_tuple_cost / nnodes;
+
+		/* the coordinator computes its rows before any move starts */
+		if (br->coord_path != NULL)
+			cost += br->coord_path->total_cost;
 	}
 	return cost;
 }
@@ -392,6 +404,9 @@ cj_move_columns(CjBaseRel *br, Node *exprs, List **reasons)
 	Bitmapset  *attnos = NULL;
 	int			a = -1;
 
+	/* coordinator rows carry their relation's whole target, as made */
+	if (br->coord_path != NULL)
+		return true;
 	pull_varattnos(exprs, br->rtindex, &attnos);
 	br->move_attnos = NIL;
 	while ((a = bms_next_member(attnos, a)) >= 0)

@@ -517,7 +517,7 @@ analyze_sql(CjBaseRel *br, CjJoinGroup *g, const char *name)
 
 		if (v->varlevelsup != 0 || v->varattno <= 0 || !cj_rel_has_varno(br, v->varno))
 			continue;
-		if (br->stage != NULL)
+		if (CJ_CARRIES_VARS(br))
 		{
 			ListCell   *ls;
 
@@ -596,8 +596,15 @@ make_move(CjBaseRel *br, Oid dest, int cls, List *leaves, List *remainders,
 	 */
 	appendStringInfoString(&create, ") ON COMMIT DROP");
 
-	/* a table that is not sharded: read here, by the coordinator */
-	if (br->table == NULL && br->stage == NULL)
+	/*
+	 * Rows the coordinator computes: those of the scan's child plan
+	 * coord_child; a table that is not sharded: read here, by the
+	 * coordinator.
+	 */
+	if (br->coord_path != NULL)
+		sources = list_make1(list_make2(makeInteger((int) InvalidOid),
+										makeInteger(br->coord_child)));
+	else if (br->table == NULL && br->stage == NULL)
 		sources = list_make1(list_make2(makeInteger((int) InvalidOid),
 										makeString(local_select_sql(br, sc))));
 

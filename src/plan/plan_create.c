@@ -344,6 +344,10 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 	}
 
 	private = NIL;
+	/* the coordinator rows' moves name their child plans by position */
+	cj_number_coordinator_rows(g);
+	if (list_length(custom_plans) != list_length(cj_coordinator_paths(g)))
+		elog(ERROR, "colojoin: a colocated join path lost its child plans");
 	moves = cj_build_moves(root, g, &sc, &rows_moved);
 	{
 		char	   *on = g->move_text ?
@@ -437,7 +441,7 @@ cj_plan_custom_path(PlannerInfo *root, RelOptInfo *rel, CustomPath *best_path,
 		g->local_quals;
 	cscan->scan.scanrelid = 0;
 	cscan->flags = best_path->flags;
-	cscan->custom_plans = NIL;
+	cscan->custom_plans = custom_plans;
 	cscan->custom_exprs = list_concat(sc.dctx.params, prune_exprs);
 	cscan->custom_private = private;
 	cscan->custom_scan_tlist = scan_tlist;

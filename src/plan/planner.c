@@ -525,9 +525,12 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		if (ag->rel->reloptkind == RELOPT_BASEREL &&
 			!cj_finish_group(root, ag, reasons))
 			continue;
-		mb = cj_is_dimension_rel(root, mrel) ?
-			cj_make_dimension_rel(root, mrel, reasons) :
-			cj_make_base_rel(root, mrel, reasons);
+		if (cj_is_dimension_rel(root, mrel))
+			mb = cj_make_dimension_rel(root, mrel, reasons);
+		else if (cj_is_coordinator_rows_rel(root, mrel))
+			mb = cj_make_coordinator_rows_rel(root, mrel, reasons);
+		else
+			mb = cj_make_base_rel(root, mrel, reasons);
 		if (mb == NULL || (mb->table != NULL && !cj_live_leaves_foreign(mb, reasons)))
 			continue;
 		if (((CjBaseRel *) linitial(ag->rels))->move != CJ_MOVE_NONE)
@@ -659,7 +662,7 @@ add_colocated_path(PlannerInfo *root, RelOptInfo *joinrel, CjJoinGroup *g,
 		total = 0;
 	}
 	/* the group is found again from joinrel (custom_private stays NIL) */
-	add_path(joinrel, cj_new_scan_path(joinrel, joinrel->reltarget,
+	add_path(joinrel, cj_new_scan_path(joinrel, g, joinrel->reltarget,
 									   joinrel->rows, startup, total, NIL));
 }
 
@@ -691,6 +694,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	RelOptInfo *must_move = NULL;
 	int			forced_move = CJ_MOVE_NONE;
 	bool		lateral;
+	bool		coord_rows;
 	bool		force_dual = false;
 	List	   *moved_reasons = NIL;
 
@@ -768,12 +772,16 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 
 	/*
 	 * Cheap tests first: both inputs must be sharded tables or groups, or
-	 * one a group and the other a table to broadcast to it (a dimension)
-	 * or a LATERAL subquery to run in its tasks (lateral.c).
+	 * one a group and the other a table to broadcast to it (a dimension),
+	 * a LATERAL subquery to run in its tasks (lateral.c) or rows the
+	 * coordinator computes to broadcast (coordinator_rows.c; a subquery
+	 * the tasks cannot run may be those).
 	 */
 	lateral = (cj_is_subquery_rel(innerrel) && is_group_input(root, outerrel)) ||
 		(cj_is_subquery_rel(outerrel) && is_group_input(root, innerrel));
-	if (!lateral &&
+	coord_rows = (cj_is_coordinator_rows_rel(root, innerrel) && is_group_input(root, outerrel)) ||
+		(cj_is_coordinator_rows_rel(root, outerrel) && is_group_input(root, innerrel));
+	if (!lateral && !coord_rows &&
 		!(is_group_input(root, outerrel) && is_group_input(root, innerrel)) &&
 		!(is_group_input(root, outerrel) && cj_is_dimension_rel(root, innerrel)) &&
 		!(cj_is_dimension_rel(root, outerrel) && is_group_input(root, innerrel)))
@@ -809,8 +817,14 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 	if (joinrel->lateral_relids != NULL || !colojoin_is_active())
 		return;
 
-	/* a table that is not sharded can only join a group by broadcast */
-	if ((cj_is_dimension_rel(root, outerrel) || cj_is_dimension_rel(root, innerrel)) &&
+	/*
+	 * A table that is not sharded, or rows the coordinator computes, can
+	 * only join a group by broadcast (a subquery may still run in the
+	 * tasks).
+	 */
+	if (!lateral &&
+		(cj_is_dimension_rel(root, outerrel) || cj_is_dimension_rel(root, innerrel) ||
+		 coord_rows) &&
 		force == NULL && move_hint == NULL &&
 		!(enabled && colojoin_enable_broadcast))
 		return;
@@ -848,7 +862,7 @@ cj_join_pathlist_hook(PlannerInfo *root, RelOptInfo *joinrel,
 								   extra, &reasons);
 	else
 		group = NULL;
-	if (group == NULL && force == NULL && !lateral && !force_dual &&
+	if (group == NULL && force == NULL && (!lateral || coord_rows) && !force_dual &&
 		(move_hint != NULL ||
 		 (enabled && (colojoin_enable_redistribution || colojoin_enable_broadcast))))
 	{

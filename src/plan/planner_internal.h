@@ -107,7 +107,22 @@ typedef struct CjBaseRel
 	double		stage_rows;		/* the group's output */
 	double		stage_input_rows;	/* what its tasks read */
 	int			stage_width;
+
+	/*
+	 * Rows the coordinator computes (coordinator_rows.c): a relation that is
+	 * no table (a WITH query's scan, a subquery, VALUES, a function), made
+	 * here by PostgreSQL's own plan of it (coord_path, a child plan of the
+	 * scan) and broadcast before the tasks start (table NULL, relid
+	 * invalid).  Its rows carry the columns stage_vars, its relation's
+	 * target in order; coord_child is its plan's place among the scan's
+	 * child plans, set when the plan is made.
+	 */
+	Path	   *coord_path;
+	int			coord_child;
 } CjBaseRel;
+
+/* a moved relation whose rows carry stage_vars: a stage or coordinator rows */
+#define CJ_CARRIES_VARS(br) ((br)->stage != NULL || (br)->coord_path != NULL)
 
 /* a partial aggregate computed on a moved table's nodes before it moves */
 typedef struct CjPreAgg
@@ -298,9 +313,9 @@ extern bool cj_check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons)
 
 /* upper.c: the rows a group's join produces, and a CustomPath of it */
 extern double cj_group_input_rows(PlannerInfo *root, CjJoinGroup *g);
-extern Path *cj_new_scan_path(RelOptInfo *parent, PathTarget *target,
-							  double rows, Cost startup, Cost total,
-							  List *private);
+extern Path *cj_new_scan_path(RelOptInfo *parent, CjJoinGroup *g,
+							  PathTarget *target, double rows,
+							  Cost startup, Cost total, List *private);
 
 /*
  * lateral.c: subqueries that follow the group's classes (LATERAL ones
@@ -391,6 +406,17 @@ extern bool cj_broadcast_allowed(CjBaseRel *br, RelOptInfo *rel,
 extern double cj_pre_aggregated_rows(PlannerInfo *root, CjJoinGroup *g,
 									 CjBaseRel *mb);
 
+
+/*
+ * coordinator_rows.c: rows the coordinator computes (a WITH query, a
+ * subquery, VALUES, a function), broadcast into a group
+ */
+extern bool cj_is_coordinator_rows_rel(PlannerInfo *root, RelOptInfo *rel);
+extern CjBaseRel *cj_make_coordinator_rows_rel(PlannerInfo *root,
+											   RelOptInfo *rel,
+											   List **reasons);
+extern List *cj_coordinator_paths(CjJoinGroup *g);
+extern void cj_number_coordinator_rows(CjJoinGroup *g);
 
 /*
  * stage_move.c: a colocated group's output moved into another group's

@@ -81,7 +81,7 @@ name_var(Var *var, void *arg)
 				 br->alias);
 		return psprintf("NULL::%s", cj_type_name(var->vartype, var->vartypmod));
 	}
-	if (br->stage != NULL)
+	if (CJ_CARRIES_VARS(br))
 		return var->varattno > 0 ? cj_stage_var_name(br, var) : NULL;
 	if (var->varattno == 0)
 		return whole_row(br);

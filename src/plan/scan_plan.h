@@ -78,7 +78,10 @@ typedef enum CjMoveIndex
 	CJ_MOVE_SOURCES,			/* List of [Integer server, String COPY TO,
 								 * Integer 1 when it reads the tables of the
 								 * next level on its node (a stage's source
-								 * whose group moved rows itself)] */
+								 * whose group moved rows itself)]; server
+								 * InvalidOid: the coordinator, with the
+								 * SELECT it runs, or Integer k: the rows of
+								 * the scan's child plan k (custom_plans) */
 	CJ_MOVE_LABEL,				/* String: for messages and EXPLAIN */
 	CJ_MOVE_ANALYZE,			/* String: ANALYZE of the filled table */
 	CJ_MOVE_BINARY,				/* Integer: 1 when the COPYs are binary */

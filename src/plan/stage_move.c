@@ -76,6 +76,13 @@ cj_stage_possible(CjJoinGroup *g, List **reasons)
 							   pstrdup("the join that would move aggregates a table before moving it, or has a parameter"));
 			return false;
 		}
+		if (br->coord_path != NULL)
+		{
+			*reasons = lappend(*reasons,
+							   psprintf("the join that would move reads rows the coordinator computes (%s)",
+										br->alias));
+			return false;
+		}
 	}
 	return true;
 }

@@ -57,8 +57,8 @@ cj_group_input_rows(PlannerInfo *root, CjJoinGroup *g)
  *		projects for it: no Result node goes on top.
  */
 Path *
-cj_new_scan_path(RelOptInfo *parent, PathTarget *target, double rows,
-			  Cost startup, Cost total, List *private)
+cj_new_scan_path(RelOptInfo *parent, CjJoinGroup *g, PathTarget *target,
+				 double rows, Cost startup, Cost total, List *private)
 {
 	CustomPath *cpath = makeNode(CustomPath);
 
@@ -74,7 +74,8 @@ cj_new_scan_path(RelOptInfo *parent, PathTarget *target, double rows,
 	cpath->path.total_cost = total;
 	cpath->path.pathkeys = NIL;
 	cpath->flags = CUSTOMPATH_SUPPORT_PROJECTION;
-	cpath->custom_paths = NIL;
+	/* rows the coordinator computes and broadcasts: its child plans */
+	cpath->custom_paths = cj_coordinator_paths(g);
 	cpath->custom_private = private;
 	cpath->methods = &cj_path_methods;
 	return (Path *) cpath;
@@ -235,6 +236,6 @@ cj_make_upper_path(PlannerInfo *root, RelOptInfo *parent, CjJoinGroup *g,
 	transfer = rows * (cpu_tuple_cost + target->width * 0.0001);
 
 	/* paths are never copied: plain pointers, read by cj_plan_custom_path */
-	return cj_new_scan_path(parent, target, rows, startup + remote,
+	return cj_new_scan_path(parent, g, target, rows, startup + remote,
 						 startup + remote + transfer, list_make2(g, spec));
 }

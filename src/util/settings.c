@@ -17,6 +17,7 @@ bool		colojoin_enable_colocated_join = true;
 bool		colojoin_enable_redistribution = true;
 bool		colojoin_enable_dual_repartition = true;
 bool		colojoin_enable_stages = true;
+bool		colojoin_enable_coordinator_rows = true;
 bool		colojoin_enable_lateral_subqueries = true;
 bool		colojoin_enable_broadcast = true;
 int			colojoin_broadcast_threshold = 1000000;

@@ -18,6 +18,7 @@ extern bool colojoin_enable_colocated_join;
 extern bool colojoin_enable_redistribution;
 extern bool colojoin_enable_dual_repartition;
 extern bool colojoin_enable_stages;
+extern bool colojoin_enable_coordinator_rows;
 extern bool colojoin_enable_lateral_subqueries;
 extern bool colojoin_enable_broadcast;
 extern int	colojoin_broadcast_threshold;

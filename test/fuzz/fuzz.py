@@ -57,6 +57,8 @@ FEATURES = {
     'semi': 'semi joins (EXISTS, IN)',
     'scalar-subqueries': 'correlated scalar subqueries (count, sum, min, max, avg; now and then HAVING) '
                          'compared in WHERE, correlated on the partition key or on other columns',
+    'coordinator-rows': 'IN, EXISTS and NOT EXISTS over a VALUES list or generate_series (with NULLs), '
+                        'rows the coordinator computes and broadcasts',
     'anti': 'anti joins (NOT EXISTS, LEFT JOIN ... IS NULL, NOT IN)',
     'anti-cols': 'columns of an anti-joined side in the output',
     'semi-under-outer': 'EXISTS in the ON clause of an outer join',
@@ -812,6 +814,9 @@ class QGen(fuzz_shapes.Shapes):
         # scalar subqueries too
         self.srng = random.Random(world.seed * 7 + 11)
         self.scalar_share = 0.15
+        # and VALUES lists and generate_series in IN / EXISTS
+        self.crng = random.Random(world.seed * 7 + 12)
+        self.coord_share = 0.12
         # moved joins too, and they take the whole query: the other
         # queries of a seed stay the same ones
         self.mrng = random.Random(world.seed * 7 + 5)
@@ -831,6 +836,22 @@ class QGen(fuzz_shapes.Shapes):
         self.shapes = [('table-aggs', random.Random(world.seed * 7 + 8), 0.1, self.gen_table_aggs),
                        ('multi-joins', random.Random(world.seed * 7 + 9), 0.1, self.gen_multi),
                        ('subqueries', random.Random(world.seed * 7 + 10), 0.15, self.gen_subq)]
+
+    def coordinator_rows_pred(self, a):
+        """a.v or a.k2 against rows no node holds: a VALUES list (NULLs
+        too) or generate_series, in IN, EXISTS or NOT EXISTS"""
+        r = self.crng
+        col = '%s.%s' % (a, r.choice(['v', 'k2']))
+        if r.random() < 0.4:
+            lo = r.randint(-5, 60)
+            rel = 'generate_series(%d, %d, %d) c(x)' % (lo, lo + r.randint(0, 60), r.randint(1, 4))
+        else:
+            vals = [r.choice(['NULL'] + [str(r.randint(0, 100))] * 4) for _ in range(r.randint(1, 6))]
+            rel = '(VALUES %s) c(x)' % ', '.join('(%s::int)' % v for v in vals)
+        kind = r.choice(['IN', 'EXISTS', 'NOT EXISTS'])
+        if kind == 'IN':
+            return '%s IN (SELECT c.x FROM %s)' % (col, rel)
+        return '%s (SELECT FROM %s WHERE c.x = %s)' % (kind, rel, col)
 
     def on(self, feat, p=1.0):
         return feat in self.f and self.rng.random() < p
@@ -1540,6 +1561,10 @@ class QGen(fuzz_shapes.Shapes):
                     q.where.append(cond)
             finally:
                 self.rng = saved
+        if 'coordinator-rows' in self.f and self.crng.random() < self.coord_share:
+            its = [it for it in q.items if not it['table'].get('dim')]
+            if its:
+                q.where.append(self.coordinator_rows_pred(self.crng.choice(its)['alias']))
         if not self.moved and 'windows' in self.f and self.wrng.random() < self.win_share:
             saved, self.rng = self.rng, self.wrng
             try:
