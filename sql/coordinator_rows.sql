@@ -151,6 +151,20 @@ END
 $$;
 SELECT (cj_cr_l.check('SELECT ord.k, ord.cust FROM ord JOIN cj_cr_l.visible v ON v.k = ord.k WHERE cj_cr_l.peek(v.hidden)')).*;
 
+-- a statement that writes in a WITH query: no rows computed ahead of the
+-- moves (reading the WITH query would write before them); PostgreSQL's
+-- join, the same answer
+CREATE TEMP TABLE cj_cr_written (k int);
+EXPLAIN (COSTS OFF)
+WITH w AS (INSERT INTO cj_cr_written VALUES (1) RETURNING k)
+SELECT (SELECT count(*) FROM w) AS written, count(*) FROM ord JOIN (VALUES (3), (4)) v(k) ON ord.k = v.k;
+WITH w AS (INSERT INTO cj_cr_written VALUES (1) RETURNING k)
+SELECT (SELECT count(*) FROM w) AS written, count(*) FROM ord JOIN (VALUES (3), (4)) v(k) ON ord.k = v.k;
+-- a recursive WITH query's own reference joined to a sharded table
+SELECT (cj_cr_l.check('WITH RECURSIVE r(k, depth) AS (SELECT 1, 0 UNION ALL
+	SELECT ord.k * 2, r.depth + 1 FROM r JOIN ord ON ord.k = r.k WHERE r.depth < 8)
+	SELECT * FROM r')).*;
+
 -- decisions: why rows were not broadcast
 SET colojoin.log_decisions = on;
 SET client_min_messages = log;

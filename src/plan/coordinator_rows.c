@@ -39,9 +39,11 @@
 
 /*
  * statement_writes
- *		Whether the statement has a WITH query that writes: its rows would be
- *		computed before the moves, and a move after a write through colojoin
- *		in the same transaction cannot see it (executor.c refuses).
+ *		Whether the statement has a WITH query that writes (only a top-level
+ *		one may): reading it would run the write before the moves, and a
+ *		move after a write through colojoin in the same transaction cannot
+ *		see it (executor.c refuses).  This also keeps out every scan of a
+ *		WITH query that writes.
  */
 static bool
 statement_writes(PlannerInfo *root)
@@ -52,35 +54,13 @@ statement_writes(PlannerInfo *root)
 	return false;
 }
 
-/* the WITH query a CTE scan reads, levelsup levels up, or NULL */
-static CommonTableExpr *
-find_cte(PlannerInfo *root, RangeTblEntry *rte)
-{
-	Index		up;
-	ListCell   *lc;
-
-	for (up = rte->ctelevelsup; up > 0 && root != NULL; up--)
-		root = root->parent_root;
-	if (root == NULL)
-		return NULL;
-	foreach(lc, root->parse->cteList)
-	{
-		CommonTableExpr *cte = lfirst_node(CommonTableExpr, lc);
-
-		if (strcmp(cte->ctename, rte->ctename) == 0)
-			return cte;
-	}
-	return NULL;
-}
-
 /*
  * cj_is_coordinator_rows_rel
  *		Whether rel's rows can be computed here and broadcast: a relation of
- *		the query that is a subquery, a WITH query's scan (of a query that
- *		only reads, not a recursive one's own reference), VALUES or a
- *		function, reading no other relation's columns (LATERAL), whose
- *		cheapest plan needs no parameter from a join above it, in a
- *		statement that writes nothing.
+ *		the query that is a subquery, a WITH query's scan (not a recursive
+ *		one's own reference), VALUES or a function, reading no other
+ *		relation's columns (LATERAL), whose cheapest plan needs no parameter
+ *		from a join above it, in a statement that writes nothing.
  */
 bool
 cj_is_coordinator_rows_rel(PlannerInfo *root, RelOptInfo *rel)
@@ -99,16 +79,9 @@ cj_is_coordinator_rows_rel(PlannerInfo *root, RelOptInfo *rel)
 	path = rel->cheapest_total_path;
 	if (path == NULL || PATH_REQ_OUTER(path) != NULL || statement_writes(root))
 		return false;
+	/* a recursive WITH query's own reference changes at each iteration */
 	rte = planner_rt_fetch(rel->relid, root);
-	if (rte->rtekind == RTE_CTE)
-	{
-		CommonTableExpr *cte = rte->self_reference ? NULL : find_cte(root, rte);
-
-		if (cte == NULL || !IsA(cte->ctequery, Query) ||
-			((Query *) cte->ctequery)->commandType != CMD_SELECT)
-			return false;
-	}
-	return true;
+	return !(rte->rtekind == RTE_CTE && rte->self_reference);
 }
 
 /*
