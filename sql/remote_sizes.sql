@@ -139,6 +139,13 @@ SELECT est('SELECT * FROM big b JOIN small s ON s.k = b.v') BETWEEN 25000 AND 36
 -- would otherwise take a third of the rows for any inequality
 SELECT est('SELECT * FROM big WHERE k < 3000') BETWEEN 2000 AND 4500 AS range_from_the_nodes,
 	est('SELECT * FROM big WHERE k BETWEEN 1000 AND 1600') BETWEEN 300 AND 1200 AS between_from_the_nodes;
+-- a column of few values (v: 60 of them) has most common values on its
+-- nodes and no histogram; its lowest and highest values come from those:
+-- 11 of 60 values are 5,500 rows, where PostgreSQL's guess for a range
+-- without bounds is a half per cent of them (150), and 6 values 3,000 rows
+-- (a third, 10,000, without bounds)
+SELECT est('SELECT * FROM big WHERE v BETWEEN 10 AND 20') BETWEEN 4000 AND 7500 AS few_values_between,
+	est('SELECT * FROM big WHERE v < 6') BETWEEN 2000 AND 4500 AS few_values_below;
 -- without the nodes' statistics, PostgreSQL's defaults (10 pages a
 -- partition, 200 values a column)
 SET colojoin.remote_size_lifetime = 0;
