@@ -215,6 +215,34 @@ INSERT INTO cj_pa_local.visits VALUES (100001, 5, 1000, 1000, 1, true, 1, 1);
 SELECT differs('SELECT p.cat, count(*), sum(v.dur), max(v.amt) FROM visits v JOIN pages p ON v.page = p.page GROUP BY p.cat') AS after_write;
 ROLLBACK;
 
+-- A subquery grouping visits by page, joined to pages on pages' key: the
+-- tasks compute it over visits repartitioned by page into pages' classes,
+-- and visits' nodes group it first (partial groups per node; the task
+-- combines them in the subquery's own GROUP BY).  Every aggregate that
+-- splits, conditions applied before the move, HAVING, a second grouping
+-- column, NULL pages (dropped: they join nothing).
+SELECT name, plan_moves(q) AS plan, COALESCE(differs(q), 'same') AS result FROM (VALUES
+	('21 counts, sums, avg, min, max, bool_and',
+	 'SELECT p.cat, count(*), sum(s.n), sum(s.nd), sum(s.d), sum(s.a), min(s.lo), max(s.hi), sum(s.fa), bool_and(s.allok) FROM pages p JOIN (SELECT page, count(*) AS n, count(amt) AS nd, sum(dur) AS d, avg(amt) AS a, min(dur) AS lo, max(amt) AS hi, avg(dur) AS fa, bool_and(ok) AS allok FROM visits GROUP BY page) s ON s.page = p.page GROUP BY p.cat'),
+	('22 conditions before the move, HAVING, FILTER',
+	 'SELECT p.page, s.n, s.d, s.m FROM pages p JOIN (SELECT page, count(*) AS n, sum(amt) FILTER (WHERE ok) AS d, max(bits) AS m FROM visits WHERE dur < 30 AND amt > 10 GROUP BY page HAVING count(*) > 60) s ON s.page = p.page WHERE p.w <> 2'),
+	('23 two grouping columns, an expression of them',
+	 'SELECT p.cat, s.bits * 2 + 1, sum(s.n), max(s.d) FROM pages p JOIN (SELECT page, bits, count(*) AS n, avg(dur) AS d FROM visits GROUP BY page, bits) s ON s.page = p.page GROUP BY 1, 2'),
+	('24 joined to the output of the grouping, by the key',
+	 'SELECT p.page, p.cat, s.n FROM pages p JOIN (SELECT page, count(*) AS n FROM visits GROUP BY page) s ON s.page = p.page AND s.n > p.page % 7 + 95'),
+	('25 an aggregate that does not split: rows move',
+	 'SELECT p.cat, sum(s.n) FROM pages p JOIN (SELECT page, count(DISTINCT dur) AS n FROM visits GROUP BY page) s ON s.page = p.page GROUP BY p.cat'),
+	('26 variance: combined by a function the nodes lack, not grouped',
+	 'SELECT p.cat, sum(s.v) FROM pages p JOIN (SELECT page, variance(dur) AS v, stddev_pop(amt) AS sd FROM visits GROUP BY page) s ON s.page = p.page AND s.sd IS NOT NULL GROUP BY p.cat')
+) v(name, q);
+SET colojoin.enable_pre_aggregation = off;
+SELECT plan_moves('SELECT p.cat, sum(s.n) FROM pages p JOIN (SELECT page, count(*) AS n FROM visits GROUP BY page) s ON s.page = p.page GROUP BY p.cat') AS subquery_off_plan;
+RESET colojoin.enable_pre_aggregation;
+-- the groups travel, not the rows
+SELECT m * 10 < n AS subquery_groups_not_rows
+FROM rows_moved('SELECT p.cat, sum(s.n) FROM pages p JOIN (SELECT page, count(*) AS n FROM visits GROUP BY page) s ON s.page = p.page GROUP BY p.cat') m,
+	 (SELECT count(*) AS n FROM visits WHERE page IS NOT NULL) c;
+
 --
 -- Clean up, here and on the nodes.
 --

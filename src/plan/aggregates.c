@@ -410,6 +410,31 @@ replace_aggrefs_mutator(Node *node, ReplaceContext *cxt)
 	return expression_tree_mutator(node, replace_aggrefs_mutator, cxt);
 }
 
+/*
+ * cj_split_aggregates
+ *		See join_group.h: exprs with each aggregate replaced by its
+ *		combination of partial aggregates (each partial Aggref standing as
+ *		the argument of the aggregate that combines it).
+ */
+List *
+cj_split_aggregates(List *exprs, List **partials)
+{
+	Decomposition d = {NIL, 0, false};
+	ReplaceContext cxt;
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	memset(&cxt, 0, sizeof(cxt));
+	cxt.d = &d;
+	foreach(lc, exprs)
+		result = lappend(result,
+						 replace_aggrefs_mutator(copyObject(lfirst(lc)), &cxt));
+	if (d.failed)
+		return NIL;
+	*partials = d.partials;
+	return result;
+}
+
 /* aggregates a partial result can stand for, however often a row repeats */
 static bool
 duplicate_insensitive(Aggref *agg)

@@ -85,6 +85,15 @@ extern CjUpperSpec *cj_recall_upper(RelOptInfo *rel, CjJoinGroup **g);
 extern bool cj_aggref_splits(Aggref *agg, List **partials);
 
 /*
+ * cj_split_aggregates (aggregates.c): exprs (a List of expressions, NULL
+ * elements allowed) with every aggregate replaced by the expression that
+ * combines its partial aggregates, listed in *partials (each appears in the
+ * result as the argument of its combining aggregate); NIL when one does not
+ * split.
+ */
+extern List *cj_split_aggregates(List *exprs, List **partials);
+
+/*
  * pre_aggregate.c: whether g's moved table could be aggregated before its
  * move; and the group and spec of spec's partial aggregation with it so
  * (spec's partials computed from the moved groups), with what that adds

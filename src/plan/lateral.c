@@ -35,6 +35,7 @@
 #include "optimizer/tlist.h"
 #include "parser/parsetree.h"
 #include "rewrite/rewriteManip.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -73,6 +74,14 @@ struct CjLateral
 	char	   *refs_text;		/* and its reference tables */
 	const char *kind;			/* "LATERAL subquery" or "subquery" */
 	bool		correlated;		/* LATERAL: reads the group's columns */
+
+	/*
+	 * Its moved table grouped on its nodes first (pre_aggregate.c): the
+	 * select list's expressions, then HAVING, over the partial aggregates,
+	 * which are the Vars of partial_vars; NIL otherwise.
+	 */
+	List	   *grouped_exprs;
+	List	   *partial_vars;
 };
 
 /* naming inside the subquery: its tables, else the task's own names */
@@ -569,6 +578,17 @@ repartition_table(PlannerInfo *root, CjLateral *lat, CjLateralTable *lt,
 			mb->subquery_width = trel != NULL ? trel->reltarget->width : 32;
 			lt->moved = true;
 			lt->anchor = br->rtindex;
+
+			/*
+			 * Grouped before the move when it reads that table alone and
+			 * every condition of it ran on the sources: the task then reads
+			 * only the groups.
+			 */
+			if (list_length(lat->tables) == 1 &&
+				list_length(conjuncts(lat->query->jointree->quals, NIL)) ==
+				list_length(mb->remote_quals))
+				lat->grouped_exprs = cj_pre_aggregate_subquery(mb, lat->query,
+															   &lat->partial_vars);
 			lat->keys_text = psprintf("%s%s%s = %s", lat->keys_text,
 									  *lat->keys_text ? ", " : "",
 									  cj_key_name(br, 0),
@@ -1027,6 +1047,17 @@ cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 														   ((Var *) mb->move_key)->varattno,
 														   false));
 
+		if (mb->preagg != NIL)
+		{
+			ListCell   *la;
+
+			what = psprintf("%s, grouped by ", what);
+			foreach(la, mb->move_attnos)
+				what = psprintf("%s%s%s", what, la == list_head(mb->move_attnos) ? "" : ", ",
+								quote_identifier(get_attname(mb->relid, lfirst_int(la), false)));
+			what = psprintf("%s on its nodes first", what);
+		}
+
 		g->move_text = g->move_text ? psprintf("%s; %s", g->move_text, what) : what;
 	}
 	return g;
@@ -1219,6 +1250,23 @@ lateral_var_name(Var *var, void *arg)
 	if (var->varno > lat->offset)
 	{
 		RangeTblEntry *rte = rt_fetch(var->varno - lat->offset, lat->query->rtable);
+		ListCell   *lc;
+
+		/* a partial aggregate of the grouped rows moved */
+		foreach(lc, lat->partial_vars)
+			if (equal(lfirst(lc), var))
+			{
+				CjLateralTable *lt = NULL;
+				ListCell   *lt_cell;
+
+				foreach(lt_cell, lat->tables)
+					if (((CjLateralTable *) lfirst(lt_cell))->moved)
+						lt = lfirst(lt_cell);
+				Assert(lt != NULL);
+				return psprintf("s%u_%u.%s", lat->rtindex, var->varno - lat->offset,
+								((CjPreAgg *) list_nth(lt->rel->preagg,
+													   foreach_current_index(lc)))->column);
+			}
 
 		if (var->varattno <= 0 || var->varlevelsup != 0)
 			return NULL;
@@ -1278,7 +1326,9 @@ append_subquery(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
 			continue;
 		if (!first)
 			appendStringInfoString(buf, ", ");
-		cj_deparse_expr(buf, tle->expr, &sc->dctx);
+		cj_deparse_expr(buf, lat->grouped_exprs != NIL ?
+						list_nth(lat->grouped_exprs, foreach_current_index(lc)) :
+						tle->expr, &sc->dctx);
 		appendStringInfo(buf, " AS c%d", (int) tle->resno);
 		first = false;
 	}
@@ -1298,7 +1348,8 @@ append_subquery(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
 								 sc->serverid);
 		appendStringInfo(buf, " s%u_%u", lat->rtindex, lt->rti);
 	}
-	if (q->jointree->quals)
+	/* grouped rows were filtered before their move, and lack the columns */
+	if (q->jointree->quals && lat->grouped_exprs == NIL)
 	{
 		appendStringInfoString(buf, " WHERE ");
 		cj_deparse_expr(buf, (Expr *) q->jointree->quals, &sc->dctx);
@@ -1311,7 +1362,8 @@ append_subquery(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
 	if (q->havingQual)
 	{
 		appendStringInfoString(buf, " HAVING ");
-		cj_deparse_expr(buf, (Expr *) q->havingQual, &sc->dctx);
+		cj_deparse_expr(buf, lat->grouped_exprs != NIL ? llast(lat->grouped_exprs) :
+						(Expr *) q->havingQual, &sc->dctx);
 	}
 	if (q->sortClause)
 	{

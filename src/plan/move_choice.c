@@ -384,6 +384,10 @@ cj_moves_cost(PlannerInfo *root, CjJoinGroup *g)
 		 */
 		if (br->in_subquery)
 			cost += br->subquery_tuples * cpu_tuple_cost / nnodes;
+		/* grouped there first: each row hashed into its group */
+		if (br->in_subquery && br->preagg != NIL)
+			cost += br->subquery_rows * cpu_operator_cost *
+				(list_length(br->move_attnos) + list_length(br->preagg)) / nnodes;
 
 		/* the coordinator computes its rows before any move starts */
 		if (br->coord_path != NULL)

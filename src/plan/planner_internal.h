@@ -406,6 +406,13 @@ extern bool cj_broadcast_allowed(CjBaseRel *br, RelOptInfo *rel,
 extern double cj_pre_aggregated_rows(PlannerInfo *root, CjJoinGroup *g,
 									 CjBaseRel *mb);
 
+/*
+ * pre_aggregate.c: a subquery's one table mb, moved by a column it groups
+ * by, grouped on its nodes before the move; the subquery's select list and
+ * HAVING over its partial aggregates (Vars in *partial_vars), or NIL
+ */
+extern List *cj_pre_aggregate_subquery(CjBaseRel *mb, Query *q,
+									   List **partial_vars);
 
 /*
  * coordinator_rows.c: rows the coordinator computes (a WITH query, a

@@ -18,6 +18,12 @@
  *	  statistics nothing is grouped early: a guess that rows shrink would
  *	  make the planner move the big side.
  *
+ *	  A subquery the tasks compute over its table's rows moved to them
+ *	  (lateral.c: grouped by the column its table is repartitioned by)
+ *	  is grouped the same way before the move when its aggregates split:
+ *	  the nodes send partial groups, the tasks combine them in the
+ *	  subquery's own GROUP BY (cj_pre_aggregate_subquery).
+ *
  *	  This file decides and rewrites the plan's parts; move_sql.c writes
  *	  the grouped COPY and the temporary table's columns.
  *
@@ -29,6 +35,7 @@
 
 #include "access/htup_details.h"
 #include "access/sysattr.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_statistic.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -279,6 +286,15 @@ column_ndistinct(CjLeaf *leaf, AttrNumber attno, double tuples, double *nd)
 	return cj_leaf_remote_ndistinct(leaf->relid, cj_leaf_colnames(leaf)[attno - 1], nd);
 }
 
+/* the share of mb's rows its own conditions keep, by PostgreSQL's estimate */
+static double
+rel_selectivity(PlannerInfo *root, CjBaseRel *mb)
+{
+	RelOptInfo *rel = find_base_rel(root, mb->rtindex);
+
+	return rel->tuples > 0 ? Min(rel->rows / rel->tuples, 1.0) : 1.0;
+}
+
 /*
  * source_groups
  *		The groups mb's nodes would send: per live leaf, the distinct values
@@ -286,13 +302,12 @@ column_ndistinct(CjLeaf *leaf, AttrNumber attno, double tuples, double *nd)
  *		capped by the leaf's rows), thinned as mb's own conditions thin its
  *		rows (a value survives if any of its rows does), summed over the
  *		leaves (a node's leaves are grouped together, so this is an upper
- *		bound).  -1 when some leaf's node has no statistics for them.
+ *		bound).  sel: the share of rows mb's conditions keep.  -1 when some
+ *		leaf's node has no statistics for them.
  */
 static double
-source_groups(PlannerInfo *root, CjBaseRel *mb, List *carried)
+source_groups(CjBaseRel *mb, List *carried, double sel)
 {
-	RelOptInfo *rel = find_base_rel(root, mb->rtindex);
-	double		sel = rel->tuples > 0 ? Min(rel->rows / rel->tuples, 1.0) : 1.0;
 	double		total = 0;
 	int			k,
 				l;
@@ -433,7 +448,7 @@ cj_single_table_groups(PlannerInfo *root, CjJoinGroup *g, List *group_exprs)
 			return -1;
 		carried = list_append_unique_int(carried, var->varattno);
 	}
-	return source_groups(root, br, carried);
+	return source_groups(br, carried, rel_selectivity(root, br));
 }
 
 /* a reason PreAggregate(mb) was not followed, for its error */
@@ -480,7 +495,7 @@ groups_of(PlannerInfo *root, CjJoinGroup *g, CjBaseRel *mb, List **carried,
 		{
 			g->preagg_groups = mb->stage != NULL ?
 				stage_groups(mb, g->preagg_carried) :
-				source_groups(root, mb, g->preagg_carried);
+				source_groups(mb, g->preagg_carried, rel_selectivity(root, mb));
 			if (g->preagg_groups < 0 && cj_pre_aggregate_hint(root, mb->rtindex) != NULL)
 				g->preagg_groups = cj_moved_table_rows(root, mb);
 			if (g->preagg_groups < 0)
@@ -647,4 +662,142 @@ cj_pre_aggregate(PlannerInfo *root, CjJoinGroup *g, CjUpperSpec *spec,
 		ng->hints_used = lappend(list_copy(g->hints_used), hint);
 	}
 	return true;
+}
+
+/* partial_vars' Var for each partial aggregate of partials, in the result */
+typedef struct PartialVars
+{
+	List	   *partials;		/* Aggref * */
+	List	   *vars;			/* Var *, one each */
+} PartialVars;
+
+static Node *
+partials_to_vars(Node *node, PartialVars *pv)
+{
+	ListCell   *lp;
+	ListCell   *lv;
+
+	if (node == NULL)
+		return NULL;
+	if (IsA(node, Aggref))
+		forboth(lp, pv->partials, lv, pv->vars)
+			if (lfirst(lp) == node)
+				return (Node *) copyObject(lfirst(lv));
+	return expression_tree_mutator(node, partials_to_vars, pv);
+}
+
+/*
+ * Whether every function a combination calls is PostgreSQL's own: the
+ * tasks run it on the nodes, which have colojoin's schema (variance's
+ * final function) no more than the coordinator's extensions.
+ */
+static bool
+foreign_function_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr) &&
+		get_func_namespace(((FuncExpr *) node)->funcid) != PG_CATALOG_NAMESPACE)
+		return true;
+	return expression_tree_walker(node, foreign_function_walker, context);
+}
+
+/*
+ * cj_pre_aggregate_subquery
+ *		A subquery that groups the one sharded table mb it reads, mb moved
+ *		(repartitioned) by a column the subquery groups by, every condition
+ *		of the subquery applied before the move (lateral.c): mb's nodes
+ *		group its rows by the subquery's grouping columns and send each
+ *		group's partial aggregates, which the task combines in the
+ *		subquery's own GROUP BY.  A group's partials all reach the class of
+ *		its routing value, as its rows would have: an aggregate's output
+ *		moved as a stage, node to node, instead of every row it reads.
+ *
+ *		Sets mb's moved columns (the grouping columns) and partial
+ *		aggregates, and returns the subquery's select list expressions then
+ *		its HAVING (NULL when none) with every aggregate replaced by the
+ *		combination of its partials, each partial standing as a Var of mb
+ *		(attribute number -1000 - k) that *partial_vars lists, in the order
+ *		of mb->preagg.  NIL, leaving mb as it is, when the subquery is not
+ *		of that shape, an aggregate does not split into partials mb's nodes
+ *		compute alike, the nodes have no statistics of the grouping columns
+ *		(no guess that rows shrink), or grouping would not send fewer rows.
+ */
+List *
+cj_pre_aggregate_subquery(CjBaseRel *mb, Query *q, List **partial_vars)
+{
+	List	   *attnos = NIL;
+	List	   *exprs = NIL;
+	List	   *split;
+	List	   *partials = NIL;
+	PartialVars pv = {NIL, NIL};
+	List	   *preagg = NIL;
+	double		groups;
+	ListCell   *lc;
+
+	if (!colojoin_enable_pre_aggregation || !colojoin_enable_aggregate_pushdown ||
+		mb->table == NULL || mb->move != CJ_MOVE_REPARTITION)
+		return NIL;
+	if (q->groupClause == NIL || q->groupingSets != NIL || q->hasTargetSRFs ||
+		q->hasWindowFuncs || q->hasSubLinks || q->distinctClause != NIL ||
+		q->sortClause != NIL || q->limitCount != NULL || q->limitOffset != NULL ||
+		!grouping_is_hashable(q->groupClause))
+		return NIL;
+
+	/* it groups by plain columns of mb, and reads no other outside aggregates */
+	foreach(lc, q->groupClause)
+	{
+		Var		   *v = (Var *) get_sortgroupclause_expr(lfirst(lc), q->targetList);
+
+		if (!IsA(v, Var) || v->varno != mb->rtindex || v->varattno <= 0 ||
+			v->varlevelsup != 0)
+			return NIL;
+		attnos = list_append_unique_int(attnos, v->varattno);
+	}
+	foreach(lc, q->targetList)
+		exprs = lappend(exprs, ((TargetEntry *) lfirst(lc))->expr);
+	exprs = lappend(exprs, q->havingQual);
+	foreach(lc, pull_var_clause((Node *) exprs, PVC_INCLUDE_AGGREGATES |
+								PVC_INCLUDE_PLACEHOLDERS))
+	{
+		Var		   *v = lfirst(lc);
+
+		if (IsA(v, Aggref))
+			continue;
+		if (!IsA(v, Var) || v->varno != mb->rtindex ||
+			!list_member_int(attnos, v->varattno))
+			return NIL;
+	}
+
+	split = cj_split_aggregates(exprs, &partials);
+	if (split == NIL || partials == NIL ||
+		foreign_function_walker((Node *) split, NULL))
+		return NIL;
+	foreach(lc, partials)
+		if (!partial_allowed(lfirst(lc), mb))
+			return NIL;
+
+	groups = source_groups(mb, attnos, mb->subquery_tuples > 0 ?
+						   Min(mb->subquery_rows / mb->subquery_tuples, 1.0) : 1.0);
+	if (groups < 0 || groups >= mb->subquery_rows)
+		return NIL;
+
+	foreach(lc, partials)
+	{
+		Aggref	   *agg = lfirst(lc);
+		CjPreAgg   *pa = palloc(sizeof(CjPreAgg));
+
+		pa->agg = agg;
+		pa->column = psprintf("colojoin_agg_%d", foreach_current_index(lc) + 1);
+		preagg = lappend(preagg, pa);
+		pv.partials = lappend(pv.partials, agg);
+		pv.vars = lappend(pv.vars,
+						  makeVar(mb->rtindex, (AttrNumber) (-1000 - foreach_current_index(lc)),
+								  agg->aggtype, -1, agg->aggcollid, 0));
+	}
+	mb->preagg = preagg;
+	mb->preagg_rows = groups;
+	mb->move_attnos = attnos;
+	*partial_vars = pv.vars;
+	return (List *) partials_to_vars((Node *) split, &pv);
 }
