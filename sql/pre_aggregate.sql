@@ -233,7 +233,9 @@ SELECT name, plan_moves(q) AS plan, COALESCE(differs(q), 'same') AS result FROM 
 	('25 an aggregate that does not split: rows move',
 	 'SELECT p.cat, sum(s.n) FROM pages p JOIN (SELECT page, count(DISTINCT dur) AS n FROM visits GROUP BY page) s ON s.page = p.page GROUP BY p.cat'),
 	('26 variance: combined by a function the nodes lack, not grouped',
-	 'SELECT p.cat, sum(s.v) FROM pages p JOIN (SELECT page, variance(dur) AS v, stddev_pop(amt) AS sd FROM visits GROUP BY page) s ON s.page = p.page AND s.sd IS NOT NULL GROUP BY p.cat')
+	 'SELECT p.cat, sum(s.v) FROM pages p JOIN (SELECT page, variance(dur) AS v, stddev_pop(amt) AS sd FROM visits GROUP BY page) s ON s.page = p.page AND s.sd IS NOT NULL GROUP BY p.cat'),
+	('27 a condition the nodes cannot run first: not grouped',
+	 'SELECT p.cat, sum(s.n) FROM pages p JOIN (SELECT page, count(*) AS n FROM visits WHERE dur < 30 AND random() < 2 GROUP BY page) s ON s.page = p.page GROUP BY p.cat')
 ) v(name, q);
 SET colojoin.enable_pre_aggregation = off;
 SELECT plan_moves('SELECT p.cat, sum(s.n) FROM pages p JOIN (SELECT page, count(*) AS n FROM visits GROUP BY page) s ON s.page = p.page GROUP BY p.cat') AS subquery_off_plan;

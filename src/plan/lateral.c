@@ -1252,21 +1252,12 @@ lateral_var_name(Var *var, void *arg)
 		RangeTblEntry *rte = rt_fetch(var->varno - lat->offset, lat->query->rtable);
 		ListCell   *lc;
 
-		/* a partial aggregate of the grouped rows moved */
+		/* a partial aggregate of the grouped rows (their one table's) */
 		foreach(lc, lat->partial_vars)
 			if (equal(lfirst(lc), var))
-			{
-				CjLateralTable *lt = NULL;
-				ListCell   *lt_cell;
-
-				foreach(lt_cell, lat->tables)
-					if (((CjLateralTable *) lfirst(lt_cell))->moved)
-						lt = lfirst(lt_cell);
-				Assert(lt != NULL);
 				return psprintf("s%u_%u.%s", lat->rtindex, var->varno - lat->offset,
-								((CjPreAgg *) list_nth(lt->rel->preagg,
+								((CjPreAgg *) list_nth(((CjLateralTable *) linitial(lat->tables))->rel->preagg,
 													   foreach_current_index(lc)))->column);
-			}
 
 		if (var->varattno <= 0 || var->varlevelsup != 0)
 			return NULL;
