@@ -329,6 +329,44 @@ FROM (VALUES
 	('WITH t AS (SELECT lk, count(*) AS n FROM li GROUP BY lk) SELECT count(*) FROM o WHERE o.ok IN (SELECT lk FROM t WHERE n > 2) AND o.oc < (SELECT count(*) FROM t)')
 ) v(q), LATERAL cj_lat.check(q, 'with WITH query') c, LATERAL cj_lat.plan_of(q) p;
 
+-- A subquery the join keeps only the rows of that meet a table with
+-- conditions of its own, joined on a column it groups by (or keeps row for
+-- row): the task first narrows its rows to the keys that table's rows
+-- passing their conditions hold (EXISTS over the table, 'narrowed by a
+-- semi-join'), so that it groups no rows the join throws away.  A group is
+-- kept whole or dropped, so its aggregates are PostgreSQL's.
+SELECT q, c.same, c.nrows, c.in_tasks, p LIKE '%narrowed by a semi-join with%' AS narrowed
+FROM (VALUES
+	('SELECT o.ok, t.n, t.q FROM o JOIN (SELECT lk, count(*) AS n, sum(lq) AS q FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.od < date ''2024-02-01'''),
+	-- a WITH query with its own condition and HAVING, aggregated above the join
+	('WITH t AS (SELECT lk, count(*) AS n FROM li WHERE lq > 1 GROUP BY lk HAVING count(*) > 1) SELECT o.oc, count(*), sum(t.n) FROM o JOIN t ON t.lk = o.ok WHERE o.oc IN (1, 2) GROUP BY o.oc'),
+	-- the subquery the nullable side of a left join; a condition on its rows
+	('SELECT o.ok, t.n FROM o LEFT JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.oc = 3'),
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n, max(ls) AS last FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.od > date ''2024-03-01'' AND t.last > o.od'),
+	-- IN over a grouped subquery, and EXISTS over DISTINCT rows of two columns
+	('SELECT o.ok FROM o WHERE o.oc < 2 AND o.ok IN (SELECT lk FROM li GROUP BY lk HAVING sum(lq) > 8)'),
+	('SELECT o.ok, d.lq FROM o JOIN (SELECT DISTINCT lk, lq FROM li) d ON d.lk = o.ok WHERE o.od > date ''2024-03-01'''),
+	-- the quoted table narrows, written after the subquery
+	('SELECT s."OrdKey", t.n FROM (SELECT lk, count(*) AS n FROM li GROUP BY lk) t JOIN "Ship Log" s ON t.lk = s."OrdKey" WHERE s."Qty" = 2'),
+	-- range partitions, one empty, one missing
+	('SELECT rng_o.k, t.n FROM rng_o JOIN (SELECT k, count(*) AS n FROM rng_l GROUP BY k) t ON t.k = rng_o.k WHERE rng_o.v < 40'),
+	-- not narrowed: an anti join needs the rows it does not meet; no
+	-- condition on o, or one that keeps nearly all its rows
+	('SELECT count(*) FROM o WHERE o.oc < 2 AND NOT EXISTS (SELECT FROM (SELECT lk, count(*) AS n FROM li GROUP BY lk) e WHERE e.lk = o.ok AND e.n > 6)'),
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok'),
+	('SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.oc <> 1')
+) v(q), LATERAL cj_lat.check(q, 'with subquery') c, LATERAL cj_lat.plan_of(q) p;
+-- the task's SQL: EXISTS over o's partition of the class with o's
+-- condition, a parameter of a generic plan written once
+SET plan_cache_mode = force_generic_plan;
+PREPARE cj_lat_narrow(date) AS SELECT o.ok, t.n FROM o JOIN (SELECT lk, count(*) AS n FROM li GROUP BY lk) t ON t.lk = o.ok WHERE o.od < $1 ORDER BY 1;
+SELECT regexp_replace(l, '_p?[0-9]+', '_N', 'g') FROM cj_lat.explain_lines('EXECUTE cj_lat_narrow(date ''2024-02-01'')') l
+WHERE l ~ '(Strategy|Remote SQL)' LIMIT 2;
+EXECUTE cj_lat_narrow(date '2024-02-01');
+SELECT o.ok, t.n FROM cj_lat_l.o JOIN (SELECT lk, count(*) AS n FROM cj_lat_l.li GROUP BY lk) t ON t.lk = o.ok WHERE o.od < date '2024-02-01' ORDER BY 1;
+DEALLOCATE cj_lat_narrow;
+RESET plan_cache_mode;
+
 -- one aggregate of all rows, limited over all partitions, preserved by an
 -- outer join, a WITH query MATERIALIZED on purpose or read twice and
 -- grouped by a non-key: PostgreSQL's plan, still right, and the decision

@@ -26,7 +26,10 @@
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
+#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
+#include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/clauses.h"
 #include "nodes/nodeFuncs.h"
@@ -82,7 +85,22 @@ struct CjLateral
 	 */
 	List	   *grouped_exprs;
 	List	   *partial_vars;
+
+	/* conditions narrowing its rows to those the join keeps (CjSemiFilter) */
+	List	   *semi_filters;
 };
+
+/*
+ * The join's equalities between a column of the subquery (as the column of
+ * its table it stands for) and columns of one table of the group, written
+ * into the subquery as EXISTS over that table with its conditions.
+ */
+typedef struct CjSemiFilter
+{
+	Index		rtindex;		/* the group's table */
+	char	   *alias;
+	List	   *clauses;		/* Expr */
+} CjSemiFilter;
 
 /* naming inside the subquery: its tables, else the task's own names */
 typedef struct CjLateralNaming
@@ -949,6 +967,126 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 }
 
 /*
+ * semi_filter_side
+ *		For clause (subquery outputs replaced by its tables' columns): the
+ *		group's table its other side reads alone, when the clause is an
+ *		equality the subquery's grouping agrees with (the default btree
+ *		family of the column's type, its collation, leakproof) and the
+ *		table has a condition the task runs, else NULL.
+ */
+static CjBaseRel *
+semi_filter_side(PlannerInfo *root, CjLateral *lat, CjJoinGroup *og, Expr *clause)
+{
+	OpExpr	   *op = (OpExpr *) clause;
+	Var		   *mine = NULL;
+	Node	   *theirs = NULL;
+	Oid			opclass;
+	ListCell   *lc;
+	Relids		varnos;
+	int			rti;
+
+	if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+		return NULL;
+	foreach(lc, op->args)
+	{
+		Node	   *arg = lfirst(lc);
+
+		while (IsA(arg, RelabelType))
+			arg = (Node *) ((RelabelType *) arg)->arg;
+		if (IsA(arg, Var) && ((Var *) arg)->varno > lat->offset &&
+			((Var *) arg)->varlevelsup == 0 && mine == NULL)
+			mine = (Var *) arg;
+		else
+			theirs = lfirst(lc);
+	}
+	if (mine == NULL || theirs == NULL)
+		return NULL;
+	opclass = GetDefaultOpClass(mine->vartype, BTREE_AM_OID);
+	if (!OidIsValid(opclass) ||
+		get_op_opfamily_strategy(op->opno, get_opclass_family(opclass)) != BTEqualStrategyNumber ||
+		!get_func_leakproof(get_opcode(op->opno)) ||
+		(OidIsValid(op->inputcollid) && op->inputcollid != mine->varcollid))
+		return NULL;
+	varnos = pull_varnos(root, theirs);
+	if (!bms_get_singleton_member(varnos, &rti) || rti > (int) lat->offset ||
+		contain_volatile_functions(theirs) || cj_contains_param(theirs) ||
+		!cj_is_shippable(root, (Expr *) theirs, NULL))
+		return NULL;
+	foreach(lc, og->rels)
+	{
+		CjBaseRel  *br = lfirst(lc);
+
+		ListCell   *lq;
+
+		if (br->rtindex != (Index) rti || br->table == NULL ||
+			br->move != CJ_MOVE_NONE || br->space_index < 0 ||
+			br->preagg != NIL || br->has_security_quals)
+			continue;
+		/* what the task's WHERE will read of it (qual_placement.c) */
+		foreach(lq, br->quals)
+			if (cj_is_shippable(root, lfirst(lq), NULL))
+				return br;
+	}
+	return NULL;
+}
+
+/*
+ * find_semi_filters
+ *		A subquery the join keeps only the rows of that meet a table of the
+ *		group (an inner join, or the subquery the inner side of a left or
+ *		semi join), on an equality of a column it groups by (or keeps row
+ *		for row, key_safe_output) with that table's, needs in each task only
+ *		the rows of its tables whose column some row of the table that
+ *		passes its conditions holds: each group of the column stays whole
+ *		or goes, never changes.  Said as EXISTS in the subquery, it spares
+ *		the task grouping the rows the join then throws away (a year's
+ *		orders joined to line items grouped by order).  Only where the
+ *		table's conditions keep under half its rows: an EXISTS that keeps
+ *		nearly all of them costs more than it saves.
+ */
+static void
+find_semi_filters(PlannerInfo *root, CjLateral *lat, CjJoinGroup *og,
+				  JoinType jointype, List *restrictlist)
+{
+	ListCell   *lc;
+
+	if (lat->correlated || lat->grouped_exprs != NIL ||
+		(jointype != JOIN_INNER && jointype != JOIN_LEFT && jointype != JOIN_SEMI) ||
+		contain_volatile_functions((Node *) lat->query))
+		return;
+	foreach(lc, restrictlist)
+	{
+		RestrictInfo *ri = lfirst_node(RestrictInfo, lc);
+		OutputsContext cxt = {lat, true};
+		Expr	   *clause;
+		CjBaseRel  *br;
+		Selectivity sel;
+		CjSemiFilter *sf = NULL;
+		ListCell   *ls;
+
+		if (ri->pseudoconstant)
+			continue;
+		clause = (Expr *) replace_outputs(copyObject((Node *) ri->clause), &cxt);
+		if (!cxt.ok || (br = semi_filter_side(root, lat, og, clause)) == NULL)
+			continue;
+		sel = clauselist_selectivity(root, br->quals, br->rtindex, JOIN_INNER, NULL);
+		if (sel > 0.5)
+			continue;
+		foreach(ls, lat->semi_filters)
+			if (((CjSemiFilter *) lfirst(ls))->rtindex == br->rtindex)
+				sf = lfirst(ls);
+		if (sf == NULL)
+		{
+			sf = palloc0(sizeof(CjSemiFilter));
+			sf->rtindex = br->rtindex;
+			sf->alias = br->alias;
+			lat->semi_filters = lappend(lat->semi_filters, sf);
+		}
+		sf->clauses = lappend(sf->clauses, clause);
+	}
+}
+
+/*
  * cj_try_lateral_join
  *		See planner_internal.h: the group of a join of a group (outer) and
  *		a subquery (inner): a LATERAL one of an inner or left join, another
@@ -1007,6 +1145,7 @@ cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 	lat = make_lateral(root, og, outerrel, innerrel, clauses, reasons);
 	if (lat == NULL)
 		return NULL;
+	find_semi_filters(root, lat, og, jointype, extra->restrictlist);
 	if (!cj_split_join_clauses(joinrel, jointype, extra, &joinquals,
 							   &otherquals, reasons))
 		return NULL;
@@ -1216,6 +1355,7 @@ void
 cj_lateral_describe(CjJoinTree *t, StringInfo buf)
 {
 	ListCell   *lc;
+	ListCell   *ls;
 
 	foreach(lc, tree_laterals(t, NIL))
 	{
@@ -1227,6 +1367,9 @@ cj_lateral_describe(CjJoinTree *t, StringInfo buf)
 		if (*lat->refs_text)
 			appendStringInfo(buf, "%s reading reference table %s",
 							 *lat->keys_text ? "," : "", lat->refs_text);
+		foreach(ls, lat->semi_filters)
+			appendStringInfo(buf, ", narrowed by a semi-join with %s",
+							 ((CjSemiFilter *) lfirst(ls))->alias);
 	}
 }
 
@@ -1297,6 +1440,34 @@ append_clause_items(StringInfo buf, List *clauses, List *tlist, bool sort,
 	}
 }
 
+/*
+ * append_semi_filter
+ *		EXISTS over the group's table of sf as the task reads it, with its
+ *		conditions there: inside it the table's name is its own again.
+ */
+static void
+append_semi_filter(StringInfo buf, CjSemiFilter *sf, CjSqlContext *sc)
+{
+	CjBaseRel  *br = NULL;
+	ListCell   *lc;
+
+	foreach(lc, sc->g->rels)
+		if (((CjBaseRel *) lfirst(lc))->rtindex == sf->rtindex)
+			br = lfirst(lc);
+	/* planned with the group its table was in: still read in place there */
+	if (br == NULL || br->move != CJ_MOVE_NONE || br->preagg != NIL)
+		elog(ERROR, "colojoin: the table a subquery was narrowed by is not read in place");
+	appendStringInfoString(buf, "EXISTS (SELECT NULL FROM ");
+	cj_append_base_from(buf, br, sc);
+	appendStringInfoString(buf, " WHERE ");
+	foreach(lc, sf->clauses)
+	{
+		cj_deparse_expr(buf, lfirst(lc), &sc->dctx);
+		appendStringInfoString(buf, " AND ");
+	}
+	appendStringInfo(buf, "%s)", cj_quals_text(br->remote_quals, sc));
+}
+
 /* the subquery for the task being written */
 static void
 append_subquery(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
@@ -1340,10 +1511,22 @@ append_subquery(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
 		appendStringInfo(buf, " s%u_%u", lat->rtindex, lt->rti);
 	}
 	/* grouped rows were filtered before their move, and lack the columns */
-	if (q->jointree->quals && lat->grouped_exprs == NIL)
+	if (lat->grouped_exprs == NIL)
 	{
-		appendStringInfoString(buf, " WHERE ");
-		cj_deparse_expr(buf, (Expr *) q->jointree->quals, &sc->dctx);
+		const char *sep = " WHERE ";
+
+		if (q->jointree->quals)
+		{
+			appendStringInfoString(buf, sep);
+			cj_deparse_expr(buf, (Expr *) q->jointree->quals, &sc->dctx);
+			sep = " AND ";
+		}
+		foreach(lc, lat->semi_filters)
+		{
+			appendStringInfoString(buf, sep);
+			append_semi_filter(buf, lfirst(lc), sc);
+			sep = " AND ";
+		}
 	}
 	if (q->groupClause)
 	{

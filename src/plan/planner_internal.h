@@ -226,6 +226,7 @@ extern char *cj_task_sql(CjJoinGroup *g, List *scan_vars, CjUpperSpec *spec,
 extern void cj_append_string_list(StringInfo buf, List *items, const char *sep,
 								  const char *empty_text);
 extern char *cj_quals_text(List *quals, CjSqlContext *sc);
+extern void cj_append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc);
 extern void cj_append_leaf_select(StringInfo buf, CjBaseRel *br, CjLeaf *leaf,
 								  CjPlacement *placement);
 extern CjPlacement *cj_placement_on(CjLeaf *leaf, Oid serverid);

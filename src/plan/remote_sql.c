@@ -499,12 +499,12 @@ cj_classes_union_alike(CjJoinGroup *g, List *classes)
 }
 
 /*
- * append_base_from
+ * cj_append_base_from
  *		The FROM item of a sharded table for one class on one node (or for
  *		every class of sc->classes).
  */
-static void
-append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
+void
+cj_append_base_from(StringInfo buf, CjBaseRel *br, CjSqlContext *sc)
 {
 	if (br->move != CJ_MOVE_NONE)
 	{
@@ -543,16 +543,16 @@ deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
 
 		/* grouped rows were filtered before their move, and lack the columns */
 		if (br->remote_quals == NIL || br->preagg != NIL)
-			append_base_from(buf, br, sc);
+			cj_append_base_from(buf, br, sc);
 		else if (scope != NULL)
 		{
-			append_base_from(buf, br, sc);
+			cj_append_base_from(buf, br, sc);
 			*scope = lappend(*scope, cj_quals_text(br->remote_quals, sc));
 		}
 		else
 		{
 			appendStringInfoString(buf, "(SELECT * FROM ");
-			append_base_from(buf, br, sc);
+			cj_append_base_from(buf, br, sc);
 			appendStringInfo(buf, " WHERE %s) r%u",
 							 cj_quals_text(br->remote_quals, sc), br->rtindex);
 		}
