@@ -58,6 +58,7 @@ OBJS = \
 	src/plan/hints.o \
 	src/plan/key_match.o \
 	src/plan/lateral.o \
+	src/plan/lateral_sql.o \
 	src/plan/move_choice.o \
 	src/plan/ordering.o \
 	src/plan/plan_create.o \

@@ -14,13 +14,12 @@
  *
  *	  Owns: recognising such subqueries (cj_try_lateral_join, called from
  *	  planner.c's join hook), the leaf of the join tree that stands for
- *	  one (CjJoinTree.lateral), the nodes its partitions need, and its SQL
- *	  (the subquery written again with its tables renamed to the class's
- *	  leaves).  Everything it cannot write exactly is declined, leaving
- *	  PostgreSQL's plan.
+ *	  one (CjJoinTree.lateral), the moves and narrowing it needs and the
+ *	  nodes its partitions need.  Everything the tasks cannot compute
+ *	  exactly is declined, leaving PostgreSQL's plan.
  *
- *	  Does not: plan the group around it (planner.c), write the rest of a
- *	  task (remote_sql.c) or expressions (deparse.c).
+ *	  Does not: plan the group around it (planner.c), write its SQL
+ *	  (lateral_sql.c) or the rest of a task (remote_sql.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -42,73 +41,11 @@
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
+#include "plan/lateral_internal.h"
 #include "plan/planner_internal.h"
 #include "remote/connection.h"
 #include "util/settings.h"
 
-/* one sharded table the subquery reads */
-typedef struct CjLateralTable
-{
-	Index		rti;			/* in the subquery's range table */
-	CjBaseRel  *rel;			/* the table with every leaf live */
-	Index		anchor;			/* the group's table whose class it follows */
-	int		   *classes;		/* per class of the anchor's table: the
-								 * class of this table holding the same
-								 * keys, or -1 */
-	bool		whole;			/* a reference table: its one class, whole,
-								 * in every task (no anchor) */
-	bool		moved;			/* repartitioned to the anchor's classes by
-								 * a column the subquery groups by (rel's
-								 * move fields; no classes) */
-} CjLateralTable;
-
-struct CjLateral
-{
-	Index		rtindex;		/* the subquery in the query's range table */
-	char	   *alias;
-	Query	   *query;			/* a copy whose Vars are all of level 0:
-								 * its own tables' varnos shifted by offset,
-								 * the query's own varnos as they are */
-	Index		offset;
-	List	   *tables;			/* CjLateralTable * */
-	List	   *quals;			/* conditions on its rows (Expr over its
-								 * output columns) */
-	char	   *keys_text;		/* for EXPLAIN: its key equalities */
-	char	   *refs_text;		/* and its reference tables */
-	const char *kind;			/* "LATERAL subquery" or "subquery" */
-	bool		correlated;		/* LATERAL: reads the group's columns */
-
-	/*
-	 * Its moved table grouped on its nodes first (pre_aggregate.c): the
-	 * select list's expressions, then HAVING, over the partial aggregates,
-	 * which are the Vars of partial_vars; NIL otherwise.
-	 */
-	List	   *grouped_exprs;
-	List	   *partial_vars;
-
-	/* conditions narrowing its rows to those the join keeps (CjSemiFilter) */
-	List	   *semi_filters;
-};
-
-/*
- * The join's equalities between a column of the subquery (as the column of
- * its table it stands for) and columns of one table of the group, written
- * into the subquery as EXISTS over that table with its conditions.
- */
-typedef struct CjSemiFilter
-{
-	Index		rtindex;		/* the group's table */
-	char	   *alias;
-	List	   *clauses;		/* Expr */
-} CjSemiFilter;
-
-/* naming inside the subquery: its tables, else the task's own names */
-typedef struct CjLateralNaming
-{
-	CjLateral  *lat;
-	CjVarNameFunc outer;
-	void	   *outer_arg;
-} CjLateralNaming;
 
 bool
 cj_is_lateral_rel(RelOptInfo *rel)
@@ -1225,8 +1162,8 @@ cj_tree_has_lateral(CjJoinTree *t)
 }
 
 /* the laterals of a tree, in the order they are written */
-static List *
-tree_laterals(CjJoinTree *t, List *result)
+List *
+cj_tree_laterals(CjJoinTree *t, List *result)
 {
 	if (t == NULL)
 		return result;
@@ -1234,7 +1171,7 @@ tree_laterals(CjJoinTree *t, List *result)
 		return lappend(result, t->lateral);
 	if (t->is_base)
 		return result;
-	return tree_laterals(t->inner, tree_laterals(t->outer, result));
+	return cj_tree_laterals(t->inner, cj_tree_laterals(t->outer, result));
 }
 
 /* the table of g that lt follows by its classes, read in place, or NULL */
@@ -1254,8 +1191,8 @@ anchor_in_place(CjJoinGroup *g, CjLateralTable *lt)
 }
 
 /* the class of lt's table that class c of g's space reads, or -1 */
-static int
-table_class(CjJoinGroup *g, CjLateralTable *lt, int c)
+int
+cj_lateral_table_class(CjJoinGroup *g, CjLateralTable *lt, int c)
 {
 	CjBaseRel  *br;
 	int			m;
@@ -1282,7 +1219,7 @@ cj_lateral_anchors_in_place(CjJoinGroup *g, List **reasons)
 {
 	ListCell   *lc;
 
-	foreach(lc, tree_laterals(g->tree, NIL))
+	foreach(lc, cj_tree_laterals(g->tree, NIL))
 	{
 		CjLateral  *lat = lfirst(lc);
 		ListCell   *lt;
@@ -1307,7 +1244,7 @@ cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes)
 {
 	ListCell   *lc;
 
-	foreach(lc, tree_laterals(g->tree, NIL))
+	foreach(lc, cj_tree_laterals(g->tree, NIL))
 	{
 		CjLateral  *lat = lfirst(lc);
 		ListCell   *lt;
@@ -1320,7 +1257,7 @@ cj_lateral_nodes(CjJoinGroup *g, int c, List *nodes)
 			/* a moved table's rows come to the task */
 			if (t->moved)
 				continue;
-			m = table_class(g, t, c);
+			m = cj_lateral_table_class(g, t, c);
 			if (m >= 0)
 				nodes = cj_intersect_nodes(nodes,
 										   cj_common_nodes(&t->rel->table->classes[m], NULL));
@@ -1340,7 +1277,7 @@ cj_lateral_moved_tables(CjJoinTree *t)
 	List	   *result = NIL;
 	ListCell   *lc;
 
-	foreach(lc, tree_laterals(t, NIL))
+	foreach(lc, cj_tree_laterals(t, NIL))
 	{
 		ListCell   *lt;
 
@@ -1357,7 +1294,7 @@ cj_lateral_describe(CjJoinTree *t, StringInfo buf)
 	ListCell   *lc;
 	ListCell   *ls;
 
-	foreach(lc, tree_laterals(t, NIL))
+	foreach(lc, cj_tree_laterals(t, NIL))
 	{
 		CjLateral  *lat = lfirst(lc);
 
@@ -1371,231 +1308,6 @@ cj_lateral_describe(CjJoinTree *t, StringInfo buf)
 			appendStringInfo(buf, ", narrowed by a semi-join with %s",
 							 ((CjSemiFilter *) lfirst(ls))->alias);
 	}
-}
-
-const char *
-cj_lateral_var_name(CjJoinTree *t, Var *var)
-{
-	ListCell   *lc;
-
-	foreach(lc, tree_laterals(t, NIL))
-		if (((CjLateral *) lfirst(lc))->rtindex == var->varno)
-			return psprintf("r%u.c%d", var->varno, (int) var->varattno);
-	return NULL;
-}
-
-static const char *
-lateral_var_name(Var *var, void *arg)
-{
-	CjLateralNaming *n = arg;
-	CjLateral  *lat = n->lat;
-
-	if (var->varno > lat->offset)
-	{
-		RangeTblEntry *rte = rt_fetch(var->varno - lat->offset, lat->query->rtable);
-		ListCell   *lc;
-
-		/* a partial aggregate of the grouped rows (their one table's) */
-		foreach(lc, lat->partial_vars)
-			if (equal(lfirst(lc), var))
-				return psprintf("s%u_%u.%s", lat->rtindex, var->varno - lat->offset,
-								((CjPreAgg *) list_nth(((CjLateralTable *) linitial(lat->tables))->rel->preagg,
-													   foreach_current_index(lc)))->column);
-
-		if (var->varattno <= 0 || var->varlevelsup != 0)
-			return NULL;
-		return psprintf("s%u_%u.%s", lat->rtindex, var->varno - lat->offset,
-						cj_quote_ident(get_attname(rte->relid, var->varattno, false)));
-	}
-	return n->outer(var, n->outer_arg);
-}
-
-/* sort or grouping items: output positions, else the expressions */
-static void
-append_clause_items(StringInfo buf, List *clauses, List *tlist, bool sort,
-					CjSqlContext *sc)
-{
-	ListCell   *lc;
-
-	foreach(lc, clauses)
-	{
-		SortGroupClause *sgc = lfirst_node(SortGroupClause, lc);
-		TargetEntry *tle = get_sortgroupclause_tle(sgc, tlist);
-
-		if (lc != list_head(clauses))
-			appendStringInfoString(buf, ", ");
-		if (!tle->resjunk)
-			appendStringInfo(buf, "%d", (int) tle->resno);
-		else
-			cj_deparse_expr(buf, tle->expr, &sc->dctx);
-		if (sort)
-		{
-			TypeCacheEntry *tc = lookup_type_cache(exprType((Node *) tle->expr),
-												   TYPECACHE_LT_OPR);
-
-			appendStringInfo(buf, "%s%s",
-							 sgc->sortop == tc->lt_opr ? " ASC" : " DESC",
-							 sgc->nulls_first ? " NULLS FIRST" : " NULLS LAST");
-		}
-	}
-}
-
-/*
- * append_semi_filter
- *		EXISTS over the group's table of sf as the task reads it, with its
- *		conditions there: inside it the table's name is its own again.
- */
-static void
-append_semi_filter(StringInfo buf, CjSemiFilter *sf, CjSqlContext *sc)
-{
-	CjBaseRel  *br = NULL;
-	ListCell   *lc;
-
-	foreach(lc, sc->g->rels)
-		if (((CjBaseRel *) lfirst(lc))->rtindex == sf->rtindex)
-			br = lfirst(lc);
-	/* planned with the group its table was in: still read in place there */
-	if (br == NULL || br->move != CJ_MOVE_NONE || br->preagg != NIL)
-		elog(ERROR, "colojoin: the table a subquery was narrowed by is not read in place");
-	appendStringInfoString(buf, "EXISTS (SELECT NULL FROM ");
-	cj_append_base_from(buf, br, sc);
-	appendStringInfoString(buf, " WHERE ");
-	foreach(lc, sf->clauses)
-	{
-		cj_deparse_expr(buf, lfirst(lc), &sc->dctx);
-		appendStringInfoString(buf, " AND ");
-	}
-	appendStringInfo(buf, "%s)", cj_quals_text(br->remote_quals, sc));
-}
-
-/* the subquery for the task being written */
-static void
-append_subquery(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
-{
-	Query	   *q = lat->query;
-	ListCell   *lc;
-	bool		first = true;
-
-	appendStringInfoString(buf, "SELECT ");
-	if (q->distinctClause != NIL)
-		appendStringInfoString(buf, "DISTINCT ");
-	foreach(lc, q->targetList)
-	{
-		TargetEntry *tle = lfirst_node(TargetEntry, lc);
-
-		/* PostgreSQL puts the hidden sort and group items last */
-		if (tle->resjunk)
-			continue;
-		if (!first)
-			appendStringInfoString(buf, ", ");
-		cj_deparse_expr(buf, lat->grouped_exprs != NIL ?
-						list_nth(lat->grouped_exprs, foreach_current_index(lc)) :
-						tle->expr, &sc->dctx);
-		appendStringInfo(buf, " AS c%d", (int) tle->resno);
-		first = false;
-	}
-	if (first)
-		appendStringInfoString(buf, "NULL");
-	appendStringInfoString(buf, " FROM ");
-	foreach(lc, lat->tables)
-	{
-		CjLateralTable *lt = lfirst(lc);
-
-		if (lc != list_head(lat->tables))
-			appendStringInfoString(buf, ", ");
-		if (lt->moved)
-			cj_append_moved_from(buf, lt->rel, sc);
-		else
-			cj_append_class_from(buf, lt->rel, table_class(sc->g, lt, sc->cls),
-								 sc->serverid);
-		appendStringInfo(buf, " s%u_%u", lat->rtindex, lt->rti);
-	}
-	/* grouped rows were filtered before their move, and lack the columns */
-	if (lat->grouped_exprs == NIL)
-	{
-		const char *sep = " WHERE ";
-
-		if (q->jointree->quals)
-		{
-			appendStringInfoString(buf, sep);
-			cj_deparse_expr(buf, (Expr *) q->jointree->quals, &sc->dctx);
-			sep = " AND ";
-		}
-		foreach(lc, lat->semi_filters)
-		{
-			appendStringInfoString(buf, sep);
-			append_semi_filter(buf, lfirst(lc), sc);
-			sep = " AND ";
-		}
-	}
-	if (q->groupClause)
-	{
-		appendStringInfoString(buf, " GROUP BY ");
-		append_clause_items(buf, q->groupClause, q->targetList, false, sc);
-	}
-	if (q->havingQual)
-	{
-		appendStringInfoString(buf, " HAVING ");
-		cj_deparse_expr(buf, lat->grouped_exprs != NIL ? llast(lat->grouped_exprs) :
-						(Expr *) q->havingQual, &sc->dctx);
-	}
-	if (q->sortClause)
-	{
-		appendStringInfoString(buf, " ORDER BY ");
-		append_clause_items(buf, q->sortClause, q->targetList, true, sc);
-	}
-	if (q->limitOffset)
-	{
-		/* parenthesised: after OFFSET and FETCH FIRST only a plain value may stand */
-		appendStringInfoString(buf, " OFFSET (");
-		cj_deparse_expr(buf, (Expr *) q->limitOffset, &sc->dctx);
-		appendStringInfoString(buf, ") ROWS");
-	}
-	if (q->limitCount)
-	{
-		appendStringInfoString(buf, " FETCH FIRST (");
-		cj_deparse_expr(buf, (Expr *) q->limitCount, &sc->dctx);
-		appendStringInfoString(buf, q->limitOption == LIMIT_OPTION_WITH_TIES ?
-							   ") ROWS WITH TIES" : ") ROWS ONLY");
-	}
-}
-
-/*
- * cj_append_lateral
- *		The FROM item of a LATERAL subquery in one task: the subquery over
- *		the class's partitions of its tables, then PostgreSQL's conditions
- *		on its rows, under the name r<rtindex> with columns c<n>.
- */
-void
-cj_append_lateral(StringInfo buf, CjLateral *lat, CjSqlContext *sc)
-{
-	CjLateralNaming naming;
-
-	naming.lat = lat;
-	naming.outer = sc->dctx.var_name;
-	naming.outer_arg = sc->dctx.var_arg;
-	sc->dctx.var_name = lateral_var_name;
-	sc->dctx.var_arg = &naming;
-
-	appendStringInfoString(buf, "LATERAL (");
-	if (lat->quals != NIL)
-		appendStringInfoString(buf, "SELECT * FROM (");
-	append_subquery(buf, lat, sc);
-	sc->dctx.var_name = naming.outer;
-	sc->dctx.var_arg = naming.outer_arg;
-	if (lat->quals != NIL)
-	{
-		ListCell   *lc;
-
-		appendStringInfo(buf, ") r%u WHERE ", lat->rtindex);
-		foreach(lc, lat->quals)
-		{
-			if (lc != list_head(lat->quals))
-				appendStringInfoString(buf, " AND ");
-			cj_deparse_expr(buf, (Expr *) lfirst(lc), &sc->dctx);
-		}
-	}
-	appendStringInfo(buf, ") r%u", lat->rtindex);
 }
 
 /*
@@ -1612,7 +1324,7 @@ cj_lateral_plan_rtes(PlannerInfo *root, CjJoinTree *t)
 {
 	ListCell   *lc;
 
-	foreach(lc, tree_laterals(t, NIL))
+	foreach(lc, cj_tree_laterals(t, NIL))
 	{
 		CjLateral  *lat = lfirst(lc);
 
