@@ -68,6 +68,7 @@ OBJS = \
 	src/plan/move_sql.o \
 	src/plan/repartition_key.o \
 	src/plan/scalar_subquery.o \
+	src/plan/subquery_narrowing.o \
 	src/plan/qual_placement.o \
 	src/plan/stage_move.o \
 	src/plan/coordinator_rows.o \

@@ -101,6 +101,13 @@ define_settings(void)
 							 true,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("colojoin.enable_subquery_narrowing",
+							 "Plans a query whose subquery groups a sharded table by a column joined to a sharded table with conditions of its own also with that subquery narrowed to the rows that table keeps, and keeps the cheaper plan.",
+							 "Only inner joins of sharded tables, equalities the grouping agrees with, tables without row security.",
+							 &colojoin_enable_subquery_narrowing,
+							 true,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("colojoin.enable_broadcast",
 							 "Enables joins that copy a small side to every node of the other.",
 							 NULL,

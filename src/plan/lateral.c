@@ -25,10 +25,7 @@
  */
 #include "postgres.h"
 
-#include "access/stratnum.h"
-#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
-#include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/clauses.h"
 #include "nodes/nodeFuncs.h"
@@ -917,7 +914,6 @@ semi_filter_side(PlannerInfo *root, CjLateral *lat, CjJoinGroup *og, Expr *claus
 	OpExpr	   *op = (OpExpr *) clause;
 	Var		   *mine = NULL;
 	Node	   *theirs = NULL;
-	Oid			opclass;
 	ListCell   *lc;
 	Relids		varnos;
 	int			rti;
@@ -938,11 +934,7 @@ semi_filter_side(PlannerInfo *root, CjLateral *lat, CjJoinGroup *og, Expr *claus
 	}
 	if (mine == NULL || theirs == NULL)
 		return NULL;
-	opclass = GetDefaultOpClass(mine->vartype, BTREE_AM_OID);
-	if (!OidIsValid(opclass) ||
-		get_op_opfamily_strategy(op->opno, get_opclass_family(opclass)) != BTEqualStrategyNumber ||
-		!get_func_leakproof(get_opcode(op->opno)) ||
-		(OidIsValid(op->inputcollid) && op->inputcollid != mine->varcollid))
+	if (!cj_equality_groups_alike(op, mine))
 		return NULL;
 	varnos = pull_varnos(root, theirs);
 	if (!bms_get_singleton_member(varnos, &rti) || rti > (int) lat->offset ||

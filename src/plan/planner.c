@@ -1036,6 +1036,50 @@ plan_usual(Query *parse, const char *query_string, int cursorOptions,
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
 }
 
+/*
+ * plan_narrowed_or_not
+ *		The plan of parse, or of its copy with grouped subqueries narrowed by
+ *		the tables they are joined to (subquery_narrowing.c) when that one
+ *		is estimated cheaper; the decision log then reads the planning of
+ *		the plan kept.  Not with hints: they name the query's own relations,
+ *		and the copy has one more of the same name.
+ */
+static PlannedStmt *
+plan_narrowed_or_not(Query *parse, const char *query_string, int cursorOptions,
+					 ParamListInfo boundParams)
+{
+	Query	   *narrowed = NULL;
+	char	   *what = NULL;
+	PlannedStmt *plain;
+	PlannedStmt *other;
+	List	   *plain_attempts;
+	List	   *plain_steps;
+
+	if (colojoin_enable && colojoin_enable_subquery_narrowing &&
+		colojoin_is_active() && cj_statement_hints() == NULL)
+		narrowed = cj_narrowed_query(parse, &what);
+	plain = plan_usual(parse, query_string, cursorOptions, boundParams);
+	if (narrowed == NULL)
+		return plain;
+	plain_attempts = cj_attempts;
+	plain_steps = cj_step_notes;
+	cj_attempts = NIL;
+	cj_step_notes = NIL;
+	other = plan_usual(narrowed, query_string, cursorOptions, boundParams);
+	if (colojoin_log_decisions)
+		ereport(NOTICE,
+				(errmsg("colojoin: subquery %s by a semi-join (%s)",
+						other->planTree->total_cost < plain->planTree->total_cost ?
+						"narrowed" : "not narrowed", what),
+				 errdetail("Estimated cost %.2f narrowed, %.2f as written.",
+						   other->planTree->total_cost, plain->planTree->total_cost)));
+	if (other->planTree->total_cost < plain->planTree->total_cost)
+		return other;
+	cj_attempts = plain_attempts;
+	cj_step_notes = plain_steps;
+	return plain;
+}
+
 static PlannedStmt *
 cj_planner(Query *parse, const char *query_string, int cursorOptions,
 		   ParamListInfo boundParams)
@@ -1068,8 +1112,8 @@ cj_planner(Query *parse, const char *query_string, int cursorOptions,
 			result = cj_write_planner(parse, query_string, cursorOptions,
 									  boundParams, plan_usual);
 		if (result == NULL)
-			result = plan_usual(parse, query_string, cursorOptions,
-								boundParams);
+			result = plan_narrowed_or_not(parse, query_string, cursorOptions,
+										  boundParams);
 		check_forcing_hints(cj_statement_hints());
 		if (colojoin_log_decisions)
 			cj_log_decisions();

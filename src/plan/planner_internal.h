@@ -328,6 +328,10 @@ extern bool cj_is_subquery_rel(RelOptInfo *rel);
 
 /* scalar_subquery.c: correlated scalar subqueries in WHERE as LATERAL items */
 extern void cj_lateralize_scalar_subqueries(Query *parse);
+
+/* subquery_narrowing.c: a copy of parse with its grouped subqueries narrowed */
+extern Query *cj_narrowed_query(Query *parse, char **what);
+extern bool cj_equality_groups_alike(OpExpr *op, Var *v);
 extern CjJoinGroup *cj_try_lateral_join(PlannerInfo *root, RelOptInfo *joinrel,
 										RelOptInfo *outerrel, RelOptInfo *innerrel,
 										JoinType jointype, JoinPathExtraData *extra,

@@ -19,6 +19,7 @@ bool		colojoin_enable_dual_repartition = true;
 bool		colojoin_enable_stages = true;
 bool		colojoin_enable_coordinator_rows = true;
 bool		colojoin_enable_lateral_subqueries = true;
+bool		colojoin_enable_subquery_narrowing = true;
 bool		colojoin_enable_broadcast = true;
 int			colojoin_broadcast_threshold = 1000000;
 int			colojoin_max_connections_per_node = 4;

@@ -20,6 +20,7 @@ extern bool colojoin_enable_dual_repartition;
 extern bool colojoin_enable_stages;
 extern bool colojoin_enable_coordinator_rows;
 extern bool colojoin_enable_lateral_subqueries;
+extern bool colojoin_enable_subquery_narrowing;
 extern bool colojoin_enable_broadcast;
 extern int	colojoin_broadcast_threshold;
 extern int	colojoin_max_connections_per_node;
