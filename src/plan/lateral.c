@@ -944,7 +944,6 @@ semi_filter_side(PlannerInfo *root, CjLateral *lat, CjJoinGroup *og, Expr *claus
 	foreach(lc, og->rels)
 	{
 		CjBaseRel  *br = lfirst(lc);
-
 		ListCell   *lq;
 
 		if (br->rtindex != (Index) rti || br->table == NULL ||
