@@ -49,19 +49,10 @@ SELECT dblink_exec('cj_nar_n' || n, 'ANALYZE') FROM generate_series(1, 3) n;
 
 -- check(query): same rows as the plain tables with narrowing on and off,
 -- how many, and whether the plan kept differs from the one without it
-CREATE FUNCTION cj_nar.plan_of(query text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-	plan text := '';
-	line text;
-BEGIN
-	PERFORM set_config('search_path', 'cj_nar_s, public', true);
-	FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || query LOOP
-		plan := plan || line || E'\n';
-	END LOOP;
-	PERFORM set_config('search_path', 'public', true);
-	RETURN regexp_replace(plan, 'colojoin_move_\d+', 'colojoin_move_N', 'g');
-END
-$$;
+\i sql/include/plan_check.sql
+CREATE FUNCTION cj_nar.plan_of(query text) RETURNS text LANGUAGE sql
+SET search_path = cj_nar_s, public
+AS $$ SELECT string_agg(l, E'\n') FROM public.plan_explain(query) l $$;
 CREATE FUNCTION cj_nar.check(query text, OUT same boolean, OUT same_off boolean,
 							 OUT nrows int, OUT narrowed boolean)
 LANGUAGE plpgsql AS $$
@@ -166,6 +157,7 @@ RESET client_min_messages;
 RESET search_path;
 
 -- clean up
+DROP FUNCTION public.plan_check(text, text, text), public.plan_explain(text);
 DROP OWNED BY cj_nar_reader;
 DROP ROLE cj_nar_reader;
 \i sql/include/mixed_tables_end.sql

@@ -141,9 +141,13 @@ replace_outputs(Node *node, OutputsContext *cxt)
 	return expression_tree_mutator(node, replace_outputs, cxt);
 }
 
-/* the top-level conjuncts of a condition, nested ANDs flattened */
-static List *
-conjuncts(Node *node, List *result)
+/*
+ * cj_conjuncts
+ *		The top-level conjuncts of a condition, nested ANDs (and implicit-AND
+ *		lists) flattened, appended to result.
+ */
+List *
+cj_conjuncts(Node *node, List *result)
 {
 	if (node == NULL)
 		return result;
@@ -152,7 +156,7 @@ conjuncts(Node *node, List *result)
 		ListCell   *lc;
 
 		foreach(lc, ((BoolExpr *) node)->args)
-			result = conjuncts(lfirst(lc), result);
+			result = cj_conjuncts(lfirst(lc), result);
 		return result;
 	}
 	if (IsA(node, List))
@@ -160,7 +164,7 @@ conjuncts(Node *node, List *result)
 		ListCell   *lc;
 
 		foreach(lc, (List *) node)
-			result = conjuncts(lfirst(lc), result);
+			result = cj_conjuncts(lfirst(lc), result);
 		return result;
 	}
 	return lappend(result, node);
@@ -233,7 +237,7 @@ filters_of(PlannerInfo *root, Node *jtnode, Index rti, List **filters,
 				*nullable = n;
 			}
 		}
-		quals = conjuncts(f->quals, NIL);
+		quals = cj_conjuncts(f->quals, NIL);
 		filtering = holds && !*nullable;
 	}
 	else if (IsA(jtnode, JoinExpr))
@@ -245,7 +249,7 @@ filters_of(PlannerInfo *root, Node *jtnode, Index rti, List **filters,
 		bool		in_right = filters_of(root, j->rarg, rti, filters, other, &nr);
 
 		holds = in_left || in_right;
-		quals = conjuncts(j->quals, NIL);
+		quals = cj_conjuncts(j->quals, NIL);
 		switch (j->jointype)
 		{
 			case JOIN_INNER:
@@ -510,7 +514,7 @@ repartition_table(PlannerInfo *root, CjLateral *lat, CjLateralTable *lt,
 
 			/* its own conditions filter the rows before they move */
 			mb->remote_quals = NIL;
-			foreach(lv, conjuncts(lat->query->jointree->quals, NIL))
+			foreach(lv, cj_conjuncts(lat->query->jointree->quals, NIL))
 			{
 				Node	   *q = lfirst(lv);
 				Relids		varnos = pull_varnos(root, q);
@@ -537,7 +541,7 @@ repartition_table(PlannerInfo *root, CjLateral *lat, CjLateralTable *lt,
 			 * only the groups.
 			 */
 			if (list_length(lat->tables) == 1 &&
-				list_length(conjuncts(lat->query->jointree->quals, NIL)) ==
+				list_length(cj_conjuncts(lat->query->jointree->quals, NIL)) ==
 				list_length(mb->remote_quals))
 				lat->grouped_exprs = cj_pre_aggregate_subquery(mb, lat->query,
 															   &lat->partial_vars);
@@ -886,7 +890,7 @@ make_lateral(PlannerInfo *root, CjJoinGroup *og, RelOptInfo *outerrel,
 		lat->quals = lappend(lat->quals, clause);
 	}
 
-	correlation = conjuncts(q->jointree->quals, NIL);
+	correlation = cj_conjuncts(q->jointree->quals, NIL);
 	foreach(lc, q->limitCount || q->limitOffset ? NIL : join_clauses)
 	{
 		OutputsContext cxt = {lat, true};

@@ -324,10 +324,12 @@ extern Path *cj_new_scan_path(RelOptInfo *parent, CjJoinGroup *g,
  * run in the tasks as a leaf of the join tree
  */
 extern bool cj_is_lateral_rel(RelOptInfo *rel);
+extern List *cj_conjuncts(Node *node, List *result);
 extern bool cj_is_subquery_rel(RelOptInfo *rel);
 
 /* scalar_subquery.c: correlated scalar subqueries in WHERE as LATERAL items */
 extern void cj_lateralize_scalar_subqueries(Query *parse);
+extern bool cj_is_sharded_relid(Oid relid);
 
 /* subquery_narrowing.c: a copy of parse with its grouped subqueries narrowed */
 extern Query *cj_narrowed_query(Query *parse, char **what);

@@ -52,8 +52,8 @@ typedef struct LateralizeContext
 } LateralizeContext;
 
 /* a table whose leaves are all postgres_fdw foreign tables */
-static bool
-is_sharded(Oid relid)
+bool
+cj_is_sharded_relid(Oid relid)
 {
 	CjTable    *t;
 
@@ -73,7 +73,7 @@ reads_sharded_table(Query *q)
 	{
 		RangeTblEntry *rte = lfirst(lc);
 
-		if (rte->rtekind == RTE_RELATION && is_sharded(rte->relid))
+		if (rte->rtekind == RTE_RELATION && cj_is_sharded_relid(rte->relid))
 			return true;
 		if (rte->rtekind == RTE_SUBQUERY && rte->subquery != NULL &&
 			reads_sharded_table(rte->subquery))
@@ -127,7 +127,7 @@ correlated_on_key(Query *s)
 			!op_hashjoinable(op->opno, exprType((Node *) v)))
 			continue;
 		rte = rt_fetch(v->varno, s->rtable);
-		if (rte->rtekind != RTE_RELATION || !is_sharded(rte->relid))
+		if (rte->rtekind != RTE_RELATION || !cj_is_sharded_relid(rte->relid))
 			continue;
 		t = cj_get_table(rte->relid);
 		if (t->partnatts == 1 && t->partattrs[0] == v->varattno)

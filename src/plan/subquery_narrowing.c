@@ -31,7 +31,6 @@
 
 #include "access/stratnum.h"
 #include "catalog/pg_am.h"
-#include "catalog/pg_class.h"
 #include "commands/defrem.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
@@ -41,7 +40,6 @@
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
-#include "metadata/metadata.h"
 #include "plan/planner_internal.h"
 
 /* one narrowing: the subquery's query, and the EXISTS conditions for it */
@@ -52,34 +50,15 @@ typedef struct Narrowing
 	Index		trti;			/* the table narrowing it */
 	List	   *equalities;		/* over the subquery's column (level up) and
 								 * the table as range table index 1 */
+	List	   *conditions;		/* the table's own, as range table index 1 */
 } Narrowing;
 
-/* a partitioned table of postgres_fdw leaves that colojoin knows */
+/* a sharded table read with its partitions (not ONLY) */
 static bool
 sharded_rte(RangeTblEntry *rte)
 {
-	CjTable    *t;
-
-	if (rte->rtekind != RTE_RELATION ||
-		rte->relkind != RELKIND_PARTITIONED_TABLE || !rte->inh)
-		return false;
-	t = cj_get_table(rte->relid);
-	return t != NULL && t->all_foreign;
-}
-
-/* the top-level conjuncts of a condition, nested ANDs flattened */
-static List *
-and_items(Node *node, List *result)
-{
-	ListCell   *lc;
-
-	if (node == NULL)
-		return result;
-	if (!is_andclause(node))
-		return lappend(result, node);
-	foreach(lc, ((BoolExpr *) node)->args)
-		result = and_items(lfirst(lc), result);
-	return result;
+	return rte->rtekind == RTE_RELATION && rte->inh &&
+		cj_is_sharded_relid(rte->relid);
 }
 
 /*
@@ -99,7 +78,7 @@ inner_scope(Node *jtnode, Relids *items, List **conds)
 	{
 		foreach(lc, ((FromExpr *) jtnode)->fromlist)
 			inner_scope(lfirst(lc), items, conds);
-		*conds = and_items(((FromExpr *) jtnode)->quals, *conds);
+		*conds = cj_conjuncts(((FromExpr *) jtnode)->quals, *conds);
 	}
 	else if (IsA(jtnode, JoinExpr) && ((JoinExpr *) jtnode)->jointype == JOIN_INNER)
 	{
@@ -107,7 +86,7 @@ inner_scope(Node *jtnode, Relids *items, List **conds)
 
 		inner_scope(j->larg, items, conds);
 		inner_scope(j->rarg, items, conds);
-		*conds = and_items(j->quals, *conds);
+		*conds = cj_conjuncts(j->quals, *conds);
 	}
 }
 
@@ -299,7 +278,7 @@ own_conditions(List *conds, Index trti)
 
 /* EXISTS (SELECT FROM table WHERE equalities AND its own conditions) */
 static Node *
-exists_clause(Query *q, Narrowing *n, List *conds)
+exists_clause(Query *q, Narrowing *n)
 {
 	Query	   *sub = makeNode(Query);
 	RangeTblEntry *trte = copyObject(rt_fetch(n->trti, q->rtable));
@@ -313,7 +292,7 @@ exists_clause(Query *q, Narrowing *n, List *conds)
 	sub->rtable = list_make1(trte);
 	sub->jointree = makeFromExpr(list_make1(ref),
 								 (Node *) make_ands_explicit(list_concat(list_copy(n->equalities),
-																		 own_conditions(conds, n->trti))));
+																		 n->conditions)));
 	link->subLinkType = EXISTS_SUBLINK;
 	link->subLinkId = 0;
 	link->subselect = (Node *) sub;
@@ -357,8 +336,7 @@ narrow_level(Query *q, StringInfo what)
 		if (!sharded_rte(trte) || trte->securityQuals != NIL ||
 			trte->tablesample != NULL ||
 			(sq = subquery_of(q, svar->varno)) == NULL ||
-			(cxt.inner = grouped_column(sq, svar->varattno)) == NULL ||
-			own_conditions(conds, trti) == NIL)
+			(cxt.inner = grouped_column(sq, svar->varattno)) == NULL)
 			continue;
 		foreach(ln, narrowings)
 			if (((Narrowing *) lfirst(ln))->srti == svar->varno &&
@@ -366,10 +344,16 @@ narrow_level(Query *q, StringInfo what)
 				n = lfirst(ln);
 		if (n == NULL)
 		{
+			List	   *own = own_conditions(conds, trti);
+
+			/* a table with no condition of its own keeps every key */
+			if (own == NIL)
+				continue;
 			n = palloc0(sizeof(Narrowing));
 			n->sq = sq;
 			n->srti = svar->varno;
 			n->trti = trti;
+			n->conditions = own;
 			narrowings = lappend(narrowings, n);
 		}
 
@@ -390,7 +374,7 @@ narrow_level(Query *q, StringInfo what)
 		Narrowing  *n = lfirst(lc);
 
 		n->sq->jointree->quals = make_and_qual(n->sq->jointree->quals,
-											   exists_clause(q, n, conds));
+											   exists_clause(q, n));
 		n->sq->hasSubLinks = true;
 		appendStringInfo(what, "%s%s with %s", what->len > 0 ? "; " : "",
 						 rt_fetch(n->srti, q->rtable)->eref->aliasname,
