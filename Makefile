@@ -55,6 +55,7 @@ OBJS = \
 	src/plan/decision_stats.o \
 	src/plan/dual_repartition.o \
 	src/plan/group.o \
+	src/plan/group_bound.o \
 	src/plan/hints.o \
 	src/plan/key_match.o \
 	src/plan/lateral.o \

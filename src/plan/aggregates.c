@@ -558,6 +558,9 @@ add_grouping_paths(PlannerInfo *root, RelOptInfo *input_rel,
 	bool		offered = false;
 	const char *why = NULL;
 
+	/* every shape below, and the level above, count the groups this way */
+	cj_bound_grouped_rows(root, output_rel);
+
 	group_refs = palloc0(sizeof(Index) * (list_length(target->exprs) + 1));
 	foreach(lc, target->exprs)
 	{

@@ -158,4 +158,10 @@ extern void cj_combine_init(void);
 extern double cj_single_table_groups(PlannerInfo *root, CjJoinGroup *g,
 									 List *group_exprs);
 
+/*
+ * group_bound.c: lower the grouped rows of output_rel (the level's GROUP BY)
+ * to what the relations its columns are joined to allow
+ */
+extern void cj_bound_grouped_rows(PlannerInfo *root, RelOptInfo *output_rel);
+
 #endif							/* COLOJOIN_JOIN_GROUP_H */
