@@ -1,6 +1,7 @@
 --
 -- plan_check.sql: the differential helpers of the suites that compare a
--- sharded schema with its local twins (cross_joins, multi_stage, stages).
+-- sharded schema with its local twins (cross_joins, multi_stage, stages,
+-- subquery_narrowing).
 -- Each suite drops them before three_nodes_end.sql.
 --
 --   plan_explain(query): its EXPLAIN (COSTS OFF), the temporary tables'

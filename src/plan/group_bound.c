@@ -115,13 +115,7 @@ cj_bound_grouped_rows(PlannerInfo *root, RelOptInfo *output_rel)
 		bound *= b;
 	}
 	bound = clamp_row_est(bound);
-	foreach(lc, output_rel->pathlist)
-	{
-		Path	   *path = lfirst(lc);
-
-		path->rows = Min(path->rows, bound);
-	}
-	foreach(lc, output_rel->partial_pathlist)
+	foreach(lc, list_concat_copy(output_rel->pathlist, output_rel->partial_pathlist))
 	{
 		Path	   *path = lfirst(lc);
 

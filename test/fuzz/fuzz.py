@@ -2118,11 +2118,10 @@ BEGIN
 	BEGIN
 		a := fz_m.rows_of(q, 'fz_s', args, mode,
 						  coalesce(gucs, '{}'::text[]) || ARRAY['colojoin.enable', 'off']);
-		UPDATE fz_m.side SET plain_timeout = false;
 	EXCEPTION WHEN query_canceled THEN
 		UPDATE fz_m.side SET plain_timeout = true;
 	WHEN OTHERS THEN
-		UPDATE fz_m.side SET plain_timeout = false;
+		NULL;					/* answered, or failed otherwise: colojoin's timeout stands */
 	END;
 	PERFORM set_config('plan_cache_mode', 'auto', true);
 	PERFORM set_config('search_path', 'public', true);
