@@ -720,6 +720,32 @@ SELECT c.* FROM (VALUES
 	('BroadcastJoin over the threshold', '/*+ BroadcastJoin(nation) */ SELECT o_key, n_name FROM orders LEFT JOIN nation ON o_cust = n_key', 'broadcast')
 ) v(label, q, e), LATERAL cj_redist.check(v.label, v.q, v.e) c;
 RESET colojoin.broadcast_threshold;
+-- A moved table's own conditions run where its rows are read, once: its
+-- tasks do not repeat them, and its rows carry only the columns the query
+-- reads after the move.  A condition the nodes cannot run (a function of
+-- this database alone) runs on the coordinator over the moved rows, which
+-- carry its column for it.
+CREATE FUNCTION cj_redist.not_third(int) RETURNS bool
+LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN $1 % 3 <> 0; END $$;
+CREATE TABLE cj_redist.source_filtered (label text, q text, cols text);
+INSERT INTO cj_redist.source_filtered VALUES
+	('repartitioned, filtered', '/*+ Redistribute(lineitem) */ SELECT p_partkey, l_key FROM part JOIN lineitem ON l_partkey = p_partkey WHERE l_qty > 10 AND l_price < 500', 'l_qty|l_price'),
+	('repartitioned, coordinator condition', '/*+ Redistribute(lineitem) */ SELECT p_partkey, l_key FROM part JOIN lineitem ON l_partkey = p_partkey WHERE l_qty > 10 AND cj_redist.not_third(l_line)', 'l_qty'),
+	('repartitioned, coordinator condition''s column', '/*+ Redistribute(lineitem) */ SELECT p_partkey, l_key FROM part JOIN lineitem ON l_partkey = p_partkey WHERE l_qty > 10 AND cj_redist.not_third(l_line)', 'l_line'),
+	('broadcast, filtered', '/*+ BroadcastJoin(nation) */ SELECT o_key, n_name FROM orders JOIN nation ON o_cust = n_key WHERE n_region < 3', 'n_region'),
+	('broadcast into a left join', '/*+ BroadcastJoin(nation) */ SELECT o_key, n_name FROM orders LEFT JOIN nation ON o_cust = n_key AND n_region < 3', 'n_region');
+SELECT c.* FROM cj_redist.source_filtered v,
+	LATERAL cj_redist.check(v.label, v.q, CASE WHEN v.q LIKE '%Broadcast%' THEN 'broadcast' ELSE 'repartition' END) c
+ORDER BY v.label;
+-- whether the tasks' SQL reads those columns (only the coordinator's
+-- condition's column should travel)
+SET search_path = cj_redist_sharded;
+SELECT v.label, v.cols, bool_or(l ~ v.cols) AS tasks_read_them
+FROM cj_redist.source_filtered v,
+	LATERAL cj_redist.plan_lines('EXPLAIN (VERBOSE, COSTS OFF) ' || v.q) l
+WHERE l ~ '^ *Task \d+ on'
+GROUP BY v.label, v.cols ORDER BY v.label;
+RESET search_path;
 \pset format aligned
 \pset fieldsep '|'
 -- a hint that cannot be followed is an error that says why

@@ -168,6 +168,11 @@ SET ROLE cj_rls_user;
 SELECT cj_rls_same('SELECT a.k, b.v FROM docs a JOIN notes b ON a.k = b.k WHERE a.secret::int > 100');
 SELECT cj_rls_same('SELECT a.k, b.v FROM docs a JOIN notes b ON a.k = b.k WHERE cj_rls_leak(a.secret) AND a.grp = 1');
 SELECT cj_rls_same('SELECT a.grp, count(*) FROM docs a JOIN notes b ON a.k = b.k GROUP BY a.grp');
+-- the secured table moved (broadcast): its policy runs where its rows are
+-- read, and the conditions that could leak after the move, on the coordinator
+:explain SELECT a.k, t.tag FROM tags t JOIN docs a ON a.grp + 1000 = t.t WHERE cj_rls_leak(a.secret);
+SELECT cj_rls_same('SELECT a.k, t.tag FROM tags t JOIN docs a ON a.grp + 1000 = t.t WHERE cj_rls_leak(a.secret)');
+SELECT cj_rls_same('SELECT a.k, t.tag FROM tags t JOIN docs a ON a.grp + 1000 = t.t WHERE a.secret::int > 100');
 RESET ROLE;
 
 -- A security-barrier view over a table without a policy: its condition

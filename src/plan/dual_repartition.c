@@ -162,12 +162,12 @@ find_hash_key(PlannerInfo *root, List *joinquals, CjBaseRel *a, CjBaseRel *b)
  *		when the join needs a system column or the whole row.
  */
 static bool
-moved_columns_of(CjBaseRel *br, RelOptInfo *joinrel, List *joinquals,
-				 List *otherquals, List **reasons)
+moved_columns_of(PlannerInfo *root, CjBaseRel *br, RelOptInfo *joinrel,
+				 List *joinquals, List *otherquals, List **reasons)
 {
 	return cj_move_columns(br, (Node *) list_make4(joinrel->reltarget->exprs,
 												   joinquals, otherquals,
-												   br->quals),
+												   cj_task_quals(root, br)),
 						   reasons);
 }
 
@@ -329,7 +329,7 @@ cj_try_dual_repartition(PlannerInfo *root, RelOptInfo *joinrel,
 
 		br->move = CJ_MOVE_REPARTITION;
 		br->move_modulus = space->nclasses;
-		if (!moved_columns_of(br, joinrel, joinquals, otherquals, reasons))
+		if (!moved_columns_of(root, br, joinrel, joinquals, otherquals, reasons))
 			return NULL;
 		br->move_name = psprintf("colojoin_move_d%d_%u", ++dual_name_counter,
 								 br->rtindex);

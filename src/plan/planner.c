@@ -321,12 +321,13 @@ broadcast_inner_group(PlannerInfo *root, RelOptInfo *joinrel,
 										cj_joinrel_names(root, innerrel)));
 			return NULL;
 		}
+		br->move = CJ_MOVE_BROADCAST;
 		if ((br->table != NULL && !cj_live_leaves_foreign(br, reasons)) ||
 			!cj_broadcast_allowed(br, find_base_rel(root, br->rtindex), reasons) ||
-			!cj_move_columns(br, (Node *) lappend(list_copy(exprs), br->quals),
+			!cj_move_columns(br, (Node *) lappend(list_copy(exprs),
+												  cj_task_quals(root, br)),
 							 reasons))
 			return NULL;
-		br->move = CJ_MOVE_BROADCAST;
 		br->reference = false;
 		br->move_name = cj_new_move_name(br->rtindex);
 		text = text ?
@@ -544,7 +545,7 @@ try_redistributed_join(PlannerInfo *root, RelOptInfo *joinrel,
 		/* the columns the moved rows must carry */
 		if (!cj_move_columns(mb, (Node *) list_make4(joinrel->reltarget->exprs,
 													 joinquals, otherquals,
-													 mb->quals),
+													 cj_task_quals(root, mb)),
 							 reasons))
 			continue;
 		mb->move_name = cj_new_move_name(mb->rtindex);

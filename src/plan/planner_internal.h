@@ -311,6 +311,8 @@ extern bool cj_check_shippable(PlannerInfo *root, CjJoinGroup *g,
 extern void cj_insert_by_level(List **exprs, List **levels, Expr *q,
 							   int level);
 extern bool cj_check_target(CjJoinGroup *g, RelOptInfo *joinrel, List **reasons);
+extern bool cj_filtered_at_source(CjBaseRel *br);
+extern List *cj_task_quals(PlannerInfo *root, CjBaseRel *br);
 
 /* upper.c: the rows a group's join produces, and a CustomPath of it */
 extern double cj_group_input_rows(PlannerInfo *root, CjJoinGroup *g);

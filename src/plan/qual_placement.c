@@ -91,6 +91,65 @@ leaks_secured_rows(PlannerInfo *root, CjJoinGroup *g, Expr *q)
 }
 
 /*
+ * qual_runs_on_nodes
+ *		Whether q, a condition of one table at security level level (lowest
+ *		the level of its first condition), runs on the nodes.  A node
+ *		evaluates its WHERE in an order of its own, so a condition that could
+ *		leak its rows' values (a function that is not leakproof) may share it
+ *		with the table's security quals only if it has none: otherwise it
+ *		runs on the coordinator, after them, as PostgreSQL runs it.
+ */
+static bool
+qual_runs_on_nodes(PlannerInfo *root, Expr *q, int level, int lowest)
+{
+	return cj_is_shippable(root, q, NULL) &&
+		(level == lowest || !contain_leaked_vars((Node *) q));
+}
+
+/*
+ * cj_filtered_at_source
+ *		Whether br's moved rows are filtered by its own conditions where they
+ *		are read, and only there: a table repartitioned or broadcast into a
+ *		temporary table, which every task reads it from.  Its tasks need not
+ *		run those conditions again, nor its rows carry the columns only they
+ *		read.  Not a move of whole partitions (a task on a node that holds
+ *		them reads them there), a stage or coordinator rows (their conditions
+ *		are their own plan's).
+ */
+bool
+cj_filtered_at_source(CjBaseRel *br)
+{
+	return (br->move == CJ_MOVE_REPARTITION || br->move == CJ_MOVE_BROADCAST) &&
+		br->stage == NULL && br->coord_path == NULL;
+}
+
+/*
+ * cj_task_quals
+ *		The conditions of br its tasks (or the coordinator above them) still
+ *		run: every one, less those its move already ran at the source
+ *		(br->move is already chosen).
+ */
+List *
+cj_task_quals(PlannerInfo *root, CjBaseRel *br)
+{
+	List	   *kept = NIL;
+	ListCell   *lc;
+	ListCell   *ll;
+	int			lowest = -1;
+
+	if (!cj_filtered_at_source(br))
+		return br->quals;
+	forboth(lc, br->quals, ll, br->qual_levels)
+	{
+		if (lowest < 0)
+			lowest = lfirst_int(ll);
+		if (!qual_runs_on_nodes(root, lfirst(lc), lfirst_int(ll), lowest))
+			kept = lappend(kept, lfirst(lc));
+	}
+	return kept;
+}
+
+/*
  * check_shippable
  *		Split every condition of the tree into what runs on the nodes and
  *		what the coordinator must run, following the scope rules the
@@ -122,16 +181,7 @@ check_shippable(PlannerInfo *root, CjJoinGroup *g, CjJoinTree *t,
 
 			if (lowest < 0)
 				lowest = level;
-
-			/*
-			 * A node evaluates its WHERE in an order of its own, so a
-			 * condition that could leak its rows' values (a function that
-			 * is not leakproof) may share it with the table's security
-			 * quals only if it has none: otherwise it runs on the
-			 * coordinator, after them, as PostgreSQL runs it.
-			 */
-			if (cj_is_shippable(root, q, NULL) &&
-				(level == lowest || !contain_leaked_vars((Node *) q)))
+			if (qual_runs_on_nodes(root, q, level, lowest))
 				br->remote_quals = lappend(br->remote_quals, q);
 			else if (scope == CJ_SCOPE_TOP)
 				add_local_qual(g, q, level);

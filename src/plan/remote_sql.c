@@ -541,8 +541,13 @@ deparse_tree(StringInfo buf, CjJoinTree *t, List **scope, CjSqlContext *sc)
 	{
 		CjBaseRel  *br = list_nth(sc->g->rels, t->base);
 
-		/* grouped rows were filtered before their move, and lack the columns */
-		if (br->remote_quals == NIL || br->preagg != NIL)
+		/*
+		 * Moved rows were filtered before their move (and may lack the
+		 * columns): grouped ones, and any a source read into the temporary
+		 * table the task reads.
+		 */
+		if (br->remote_quals == NIL || br->preagg != NIL ||
+			cj_filtered_at_source(br))
 			cj_append_base_from(buf, br, sc);
 		else if (scope != NULL)
 		{
