@@ -28,14 +28,21 @@
 /* a COPY between nodes flushes to the destination after this many bytes */
 #define CJ_COPY_FLUSH_BYTES		(64 * 1024)
 
-/* the session settings every connection gets; remote SQL relies on them */
-/* how long a command waits before we ask whether it waits on ourselves */
 /* the slot of the connection that asks a node about a waiting statement */
 #define CJ_SIDE_SLOT 1001
 
+/*
+ * The session settings every connection gets; remote SQL relies on them.
+ * A task is read through a cursor, which PostgreSQL plans for its first
+ * tenth of rows (cursor_tuple_fraction): a merge join over full index scans
+ * that starts at once and ends late.  colojoin reads every task to its end
+ * (a LIMIT it may stop at is in the task's own SQL), so its cursors are
+ * planned for all their rows, as a plain statement is.
+ */
 #define CJ_SESSION_SETUP \
 	"SET search_path = pg_catalog; SET timezone = 'UTC'; SET datestyle = ISO; " \
-	"SET intervalstyle = postgres; SET extra_float_digits = 3"
+	"SET intervalstyle = postgres; SET extra_float_digits = 3; " \
+	"SET cursor_tuple_fraction = 1"
 
 typedef struct CjConnKey
 {

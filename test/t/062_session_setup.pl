@@ -10,7 +10,9 @@
 # - a transaction a node kept prepared because it was down at COMMIT
 #   PREPARED is committed at the next session's first connection, although
 #   sessions before the write had found the node clean;
-# - without shared_preload_libraries every connection asks.
+# - without shared_preload_libraries every connection asks;
+# - a task's cursor is planned for all its rows (cursor_tuple_fraction 1,
+#   which auto_explain shows among the settings its plan was made with).
 # Each check reads the node's log (log_statement = all) from an offset
 # taken before the session, after the session has returned.
 
@@ -22,7 +24,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use ColojoinTest;
 
-my $c = cj_new_cluster(name => 'setup', nodes => 2, node_conf => "log_statement = all\n");
+my $c = cj_new_cluster(
+	name      => 'setup',
+	nodes     => 2,
+	node_conf => "log_statement = all\n"
+	  . "session_preload_libraries = 'auto_explain'\n"
+	  . "auto_explain.log_min_duration = 0\n"
+	  . "auto_explain.log_settings = on\n");
 my $coord = $c->{coordinator};
 my ($node1, $node2) = @{ $c->{nodes} };
 
@@ -60,6 +68,11 @@ unlike($log, $identity_re, 'a later session does not ask who the node is');
 unlike($log, $pending_re, 'nor whether anything is prepared there');
 like($log, $setup_re, 'though it opens a connection of its own');
 is($out, $twin, 'and its answer is the same');
+
+# --- how a task's cursor is planned ----------------------------------------------------
+($log, $out) = logged_by_session($node1, $count);
+like($log, qr/Query Text: DECLARE colojoin_cursor [^\n]*\n(?:[^\n]*\n)*?\s*Settings: [^\n]*cursor_tuple_fraction = '1'/,
+	'a task\'s cursor is planned for all its rows');
 
 # --- a write on both nodes ---------------------------------------------------------
 $coord->safe_psql('postgres',
