@@ -65,6 +65,7 @@ static CjConnection *get_connection(Oid serverid, Oid userid, int slot,
 									 char **begin_sql, bool optional);
 static void cj_inval_server(Datum arg, int cacheid, uint32 hashvalue);
 static void cj_inval_mapping(Datum arg, int cacheid, uint32 hashvalue);
+static void close_at_exit(int code, Datum arg);
 
 /*
  * cj_connection_init
@@ -99,6 +100,7 @@ cj_lookup_entry(Oid serverid, Oid userid, int slot, bool create)
 		ctl.hcxt = TopMemoryContext;
 		cj_connections = hash_create("colojoin connections", 16, &ctl,
 									 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		on_proc_exit(close_at_exit, (Datum) 0);
 	}
 	memset(&key, 0, sizeof(key));
 	key.serverid = serverid;
@@ -112,6 +114,47 @@ cj_lookup_entry(Oid serverid, Oid userid, int slot, bool create)
 			   sizeof(CjConnection) - sizeof(CjConnKey));
 	}
 	return c;
+}
+
+/*
+ * close_at_exit
+ *		on_proc_exit: say goodbye to every node still connected, so its
+ *		backend ends quietly.  A read-only COMMIT's answer is read at the
+ *		connection's next use, which an ending session never has; a socket
+ *		closed with that answer unread is reset, and the node logs "could
+ *		not receive data from client" for every session that ends.  What has
+ *		already arrived is read; nothing is waited for (a node that is slow
+ *		or gone must not hold the exit up), and the transaction, if any, was
+ *		already settled by the abort that runs before this.
+ */
+static void
+close_at_exit(int code, Datum arg)
+{
+	HASH_SEQ_STATUS scan;
+	CjConnection *c;
+
+	hash_seq_init(&scan, cj_connections);
+	while ((c = hash_seq_search(&scan)) != NULL)
+	{
+		if (c->conn == NULL)
+			continue;
+		if (c->commit_pending && PQconsumeInput(c->conn))
+		{
+			PGresult   *res;
+
+			while (!PQisBusy(c->conn) && (res = PQgetResult(c->conn)) != NULL)
+			{
+				ExecStatusType st = PQresultStatus(res);
+
+				PQclear(res);
+				if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT ||
+					st == PGRES_COPY_BOTH)
+					break;
+			}
+		}
+		PQfinish(c->conn);
+		c->conn = NULL;
+	}
 }
 
 /*

@@ -11,10 +11,14 @@
 #   PREPARED is committed at the next session's first connection, although
 #   sessions before the write had found the node clean;
 # - without shared_preload_libraries every connection asks;
+# - a session that ends closes its connections without leaving a read-only
+#   COMMIT's answer unread (which the node logs as a reset connection);
 # - a task's cursor is planned for all its rows (cursor_tuple_fraction 1,
 #   which auto_explain shows among the settings its plan was made with).
 # Each check reads the node's log (log_statement = all) from an offset
-# taken before the session, after the session has returned.
+# taken before the session, once the session's connections to the node
+# have ended (the last two checks: src/remote/connection.c close_at_exit,
+# connection_internal.h CJ_SESSION_SETUP).
 
 use strict;
 use warnings;
@@ -46,12 +50,19 @@ my $identity_re = qr/pg_control_system\(\)/;
 my $pending_re  = qr/pg_prepared_xact\(\)/;
 my $setup_re    = qr/SET search_path = pg_catalog; SET timezone/;
 
-# what $node logged while $sql ran in a new session of $node_c (coordinator)
+# what $node logged while $sql ran in a new session of $node_c (coordinator),
+# read once the session's connections to $node have ended: a node backend
+# logs everything it has to say (its last COMMIT, how its client left)
+# before it leaves pg_stat_activity
 sub logged_by_session
 {
 	my ($node, $sql, $node_c) = @_;
 	my $offset = -s $node->logfile;
-	my $out = ($node_c // $coord)->safe_psql('postgres', $sql);
+	my ($pid, $out) = split /\n/,
+	  ($node_c // $coord)->safe_psql('postgres', "SELECT pg_backend_pid(); $sql"), 2;
+	$node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name LIKE 'colojoin:%:$pid'")
+	  or die "the connections of coordinator backend $pid to " . $node->name . " did not end";
 	return (slurp_file($node->logfile, $offset), $out);
 }
 
@@ -68,6 +79,8 @@ unlike($log, $identity_re, 'a later session does not ask who the node is');
 unlike($log, $pending_re, 'nor whether anything is prepared there');
 like($log, $setup_re, 'though it opens a connection of its own');
 is($out, $twin, 'and its answer is the same');
+unlike($log, qr/could not receive data from client/,
+	'a session that ends closes its connections cleanly, its last COMMIT\'s answer read');
 
 # --- how a task's cursor is planned ----------------------------------------------------
 ($log, $out) = logged_by_session($node1, $count);
