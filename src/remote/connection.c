@@ -138,20 +138,9 @@ close_at_exit(int code, Datum arg)
 	{
 		if (c->conn == NULL)
 			continue;
-		if (c->commit_pending && PQconsumeInput(c->conn))
-		{
-			PGresult   *res;
-
-			while (!PQisBusy(c->conn) && (res = PQgetResult(c->conn)) != NULL)
-			{
-				ExecStatusType st = PQresultStatus(res);
-
-				PQclear(res);
-				if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT ||
-					st == PGRES_COPY_BOTH)
-					break;
-			}
-		}
+		/* a deadline already past: read what is there, never wait */
+		if (c->commit_pending)
+			(void) cj_quiet_drain(c->conn, GetCurrentTimestamp(), NULL);
 		PQfinish(c->conn);
 		c->conn = NULL;
 	}
